@@ -1,0 +1,72 @@
+"""`albert-tf`: one entry point, one module per subcommand under `albert_tf.commands`.
+
+Each command module defines `HELP` (one line), `add_arguments(parser)` and `run(args)`. Modules
+import TensorFlow inside `run`, so `--help` stays fast. A user mistake surfaces as an
+`AlbertError`: one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+
+COMMANDS = (
+    "quickstart",
+    "train-tokenizer",
+    "create-pretraining-data",
+    "pretrain",
+    "finetune",
+    "predict",
+    "convert",
+    "export",
+    "params",
+    "benchmark",
+)
+
+
+def _module_name(command: str) -> str:
+    return "albert_tf.commands." + command.replace("-", "_")
+
+
+def _module(command: str):
+    return importlib.import_module(_module_name(command))
+
+
+def available_commands() -> list[str]:
+    """Commands whose module is installed (tests/test_cli.py asserts that is all of them)."""
+    return [c for c in COMMANDS if importlib.util.find_spec(_module_name(c)) is not None]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="albert-tf", description="ALBERT for TensorFlow 2 and Keras, with TF-Hub export."
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in available_commands():
+        module = _module(command)
+        sub = subparsers.add_parser(command, help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from albert_tf.errors import AlbertError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args) or 0
+    except AlbertError as e:
+        print(f"albert-tf {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"albert-tf {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

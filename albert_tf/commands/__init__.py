@@ -1,0 +1,1 @@
+"""Subcommands of `albert-tf`; see `albert_tf.cli`."""

@@ -1,0 +1,23 @@
+"""Shared pytest fixtures: paths to ../shared/fixtures and tiny configs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+FIXTURES = Path(
+    os.environ.get(
+        "ALBERT_TF_FIXTURES", Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+    )
+)
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.fail(f"fixtures not found at {FIXTURES}; set ALBERT_TF_FIXTURES")
+    return FIXTURES
