@@ -1,0 +1,36 @@
+"""Text normalization exactly as the original ALBERT `tokenization.preprocess_text`.
+
+The original (google-research/albert) does, in order:
+
+1. collapse whitespace: `" ".join(text.split())` (Python's Unicode whitespace, leading and
+   trailing whitespace removed);
+2. Unicode NFKD, then drop every character whose canonical combining class is non-zero
+   (`unicodedata.combining(c) != 0`), which strips accents;
+3. lowercase with `str.lower` when `lower` is true (full Unicode lowercasing with the Final_Sigma
+   rule; this is not case folding, so "ß" stays "ß").
+
+Unlike XLNet's `preprocess_text`, ALBERT's does NOT rewrite "``" and "''" into '"'. The reference
+ids in ../shared/fixtures/tokenizer (produced by the original code) confirm it: "``Quoted''" is
+tokenized as "▁``", ..., "'", "'".
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+
+def preprocess_text(text: str | bytes, lower: bool = True) -> str:
+    """Returns `text` normalized as the original ALBERT does before SentencePiece.
+
+    Args:
+      text: a `str`; `bytes` are decoded as UTF-8, invalid sequences becoming U+FFFD.
+      lower: apply `str.lower` (ALBERT's `do_lower_case`).
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    text = " ".join(text.split())
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    if lower:
+        text = text.lower()
+    return text
