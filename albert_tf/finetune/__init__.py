@@ -1,0 +1,1 @@
+"""Fine-tuning: task data readers, metrics, task models, training, prediction and serving."""

@@ -1,0 +1,405 @@
+"""Readers of the task file formats, unchanged from their official releases.
+
+- Sentence (pair) classification and regression: GLUE TSV (tab-separated, no quoting, header
+  row), CSV, and JSONL; columns chosen by name or 0-based index.
+- SQuAD v1.1 / v2.0 JSON (`read_squad`).
+- RACE JSON: one JSON object per file as in the released RACE tree (`read_race`).
+- CoNLL-2003 style tagging: one token per line, tag in the last column, blank line between
+  sentences, `-DOCSTART-` lines ignored (`read_conll`).
+
+Every reader raises `DataError` naming the file and 1-based line of a malformed record.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from albert_tf.errors import DataError
+
+# Header names of the GLUE tasks' text and label columns, tried in order when none are given.
+_TEXT_COLUMNS = (
+    ("sentence1", "sentence2"),
+    ("question1", "question2"),
+    ("#1 String", "#2 String"),
+    ("question", "sentence"),
+    ("text_a", "text_b"),
+    ("premise", "hypothesis"),
+    ("sentence", None),
+    ("text", None),
+)
+_LABEL_COLUMNS = ("label", "gold_label", "is_duplicate", "Quality", "score", "rating")
+
+
+@dataclass(frozen=True)
+class TextExample:
+    """One sentence or sentence pair; `label` is a str (classify), float (regress) or None."""
+
+    text_a: str
+    text_b: str | None
+    label: str | float | None
+    source: str  # "file:line" for error messages
+
+
+@dataclass(frozen=True)
+class SquadExample:
+    """One SQuAD question; `answers` holds (text, character start) pairs in `context`."""
+
+    qid: str
+    question: str
+    context: str
+    answers: tuple[tuple[str, int], ...]
+    is_impossible: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class ChoiceExample:
+    """One multiple-choice question (RACE); `label` is the index of the right option."""
+
+    qid: str
+    context: str
+    question: str
+    choices: tuple[str, ...]
+    label: int | None
+    source: str
+
+
+@dataclass(frozen=True)
+class TagExample:
+    """One sentence of words with one tag per word (None for unlabelled input)."""
+
+    words: tuple[str, ...]
+    tags: tuple[str, ...] | None
+    source: str
+
+
+@dataclass
+class SquadStats:
+    """Counts reported by `read_squad`: questions kept and answers dropped."""
+
+    questions: int = 0
+    impossible: int = 0
+    answers_not_in_context: int = 0
+    dropped_questions: list[str] = field(default_factory=list)
+
+
+def _check_file(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"input file {path} does not exist")
+    return path
+
+
+def _column_index(header: list[str] | None, column: str | None, path: Path) -> int | None:
+    """The 0-based index of `column` (a header name or an integer string)."""
+    if column is None:
+        return None
+    if column.lstrip("-").isdigit():
+        return int(column)
+    if header is None or column not in header:
+        raise DataError(f"{path}: no column {column!r} (columns: {header})")
+    return header.index(column)
+
+
+def _guess_columns(header: list[str], path: Path) -> tuple[str, str | None, str | None]:
+    for a, b in _TEXT_COLUMNS:
+        if a in header and (b is None or b in header):
+            label = next((c for c in _LABEL_COLUMNS if c in header), None)
+            return a, b, label
+    raise DataError(
+        f"{path}: cannot tell the text column from the header {header}; pass --text-column"
+    )
+
+
+def _rows(path: Path, has_header: bool) -> Iterator[tuple[int, list[str] | dict]]:
+    """(line number, fields) of a .tsv/.csv/.jsonl file; JSONL rows are dicts."""
+    suffix = path.suffix.lower()
+    with open(path, encoding="utf-8", newline="") as f:
+        if suffix in (".jsonl", ".json"):
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(f"{path}:{number}: invalid JSON ({e.msg})") from None
+                if not isinstance(row, dict):
+                    raise DataError(f"{path}:{number}: expected a JSON object per line")
+                yield number, row
+        elif suffix == ".csv":
+            reader = csv.reader(f)
+            for row in reader:
+                if row:
+                    yield reader.line_num, row
+        else:  # GLUE TSV: fields never quoted (MNLI holds bare quote characters).
+            for number, line in enumerate(f, 1):
+                line = line.rstrip("\r\n")
+                if line:
+                    yield number, line.split("\t")
+
+
+def read_text_file(
+    path: str | os.PathLike,
+    task: str = "classify",
+    text_column: str | None = None,
+    text_pair_column: str | None = None,
+    label_column: str | None = None,
+    has_header: bool = True,
+    require_labels: bool = True,
+) -> list[TextExample]:
+    """Reads sentence (pair) examples from a TSV, CSV or JSONL file.
+
+    Columns are header names or 0-based indices; without any, the GLUE header names are
+    recognized (sentence, sentence1/sentence2, question/sentence, question1/question2, ...).
+    `task` "regress" parses labels as floats. With `require_labels` a row without a label is an
+    error; otherwise missing labels are None.
+    """
+    path = _check_file(path)
+    rows = _rows(path, has_header)
+    header = None
+    is_jsonl = path.suffix.lower() in (".jsonl", ".json")
+    if is_jsonl:
+        if text_column is None:
+            text_column, text_pair_column, guessed = "text", text_pair_column, "label"
+            label_column = label_column or guessed
+    elif has_header:
+        first = next(rows, None)
+        if first is None:
+            return []
+        header = [h.strip() for h in first[1]]
+        if text_column is None:
+            text_column, guessed_pair, guessed_label = _guess_columns(header, path)
+            text_pair_column = text_pair_column or guessed_pair
+            label_column = label_column or guessed_label
+    elif text_column is None:
+        raise DataError(f"{path}: a file without header needs --text-column")
+    if not is_jsonl:
+        indices = [_column_index(header, c, path) for c in (text_column, text_pair_column)]
+        label_index = _column_index(header, label_column, path)
+        width = max(i for i in [*indices, label_index] if i is not None) + 1
+    examples = []
+    for number, row in rows:
+        source = f"{path}:{number}"
+        if is_jsonl:
+            values = [
+                row.get(c) if c is not None else None for c in (text_column, text_pair_column)
+            ]
+            label = row.get(label_column) if label_column else None
+            if values[0] is None or (text_pair_column and values[1] is None):
+                raise DataError(f"{source}: missing key {text_column!r} or {text_pair_column!r}")
+        else:
+            if len(row) < width:
+                raise DataError(f"{source}: expected at least {width} fields, got {len(row)}")
+            values = [row[i] if i is not None else None for i in indices]
+            label = row[label_index] if label_index is not None else None
+        if label is not None and isinstance(label, str):
+            label = label.strip()
+        if label in (None, ""):
+            if require_labels:
+                raise DataError(f"{source}: missing label")
+            label = None
+        elif task == "regress":
+            try:
+                label = float(label)
+            except (TypeError, ValueError):
+                raise DataError(f"{source}: label {label!r} is not a number") from None
+        else:
+            label = str(label)
+        examples.append(
+            TextExample(
+                str(values[0]), None if values[1] is None else str(values[1]), label, source
+            )
+        )
+    return examples
+
+
+def _load_json(path: Path) -> object:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text") from None
+
+
+def read_squad(path: str | os.PathLike, training: bool) -> tuple[list[SquadExample], SquadStats]:
+    """Reads a SQuAD v1.1 or v2.0 JSON file (`{"data": [{"paragraphs": [...]}]}`).
+
+    Gold answers whose text does not occur at `answer_start` in the context are counted in
+    `SquadStats.answers_not_in_context` and dropped; in training a question left without a
+    usable answer (and not marked impossible) is dropped and listed in `dropped_questions`.
+    """
+    path = _check_file(path)
+    document = _load_json(path)
+    if not isinstance(document, dict) or not isinstance(document.get("data"), list):
+        raise DataError(f"{path}: not a SQuAD file (no top-level 'data' list)")
+    stats, examples = SquadStats(), []
+    for a, article in enumerate(document["data"]):
+        for p, paragraph in enumerate(article.get("paragraphs", [])):
+            try:
+                context = paragraph["context"]
+                qas = paragraph["qas"]
+            except (KeyError, TypeError):
+                raise DataError(f"{path}: data[{a}].paragraphs[{p}] lacks context or qas") from None
+            for qa in qas:
+                try:
+                    qid, question = str(qa["id"]), qa["question"]
+                    raw_answers = qa.get("answers", [])
+                    answers = [(x["text"], int(x["answer_start"])) for x in raw_answers]
+                except (KeyError, TypeError, ValueError):
+                    raise DataError(
+                        f"{path}: data[{a}].paragraphs[{p}]: malformed question {qa.get('id')!r}"
+                    ) from None
+                impossible = bool(qa.get("is_impossible", False))
+                kept = tuple(
+                    (text, start)
+                    for text, start in answers
+                    if context[start : start + len(text)] == text and text.strip()
+                )
+                stats.answers_not_in_context += len(answers) - len(kept)
+                if training and not impossible and not kept:
+                    stats.dropped_questions.append(qid)
+                    continue
+                stats.questions += 1
+                stats.impossible += impossible
+                source = f"{path}: question {qid}"
+                examples.append(SquadExample(qid, question, context, kept, impossible, source))
+    return examples, stats
+
+
+def squad_gold_answers(path: str | os.PathLike) -> dict[str, list[str]]:
+    """Question id -> every gold answer text as written (for the official EM/F1)."""
+    document = _load_json(_check_file(path))
+    gold = {}
+    for article in document.get("data", []):
+        for paragraph in article.get("paragraphs", []):
+            for qa in paragraph.get("qas", []):
+                gold[str(qa["id"])] = [x["text"] for x in qa.get("answers", [])]
+    return gold
+
+
+def _race_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in (".txt", ".json"))
+        if not files:
+            raise DataError(f"{path}: no RACE .txt/.json files inside")
+        return files
+    return [_check_file(path)]
+
+
+def read_race(path: str | os.PathLike, require_labels: bool = True) -> list[ChoiceExample]:
+    """Reads RACE: a file or a directory tree of files holding `{"article", "questions",
+    "options", "answers", "id"}` objects (one per file, or one per line)."""
+    examples = []
+    for file in _race_files(Path(path)):
+        with open(file, encoding="utf-8") as f:
+            lines = [(n, line) for n, line in enumerate(f, 1) if line.strip()]
+        if (
+            len(lines) > 1
+            and lines[0][1].lstrip().startswith("{")
+            and lines[0][1].rstrip().endswith("}")
+        ):
+            records = lines
+        else:
+            records = [(lines[0][0] if lines else 1, "".join(line for _, line in lines))]
+        for number, text in records:
+            source = f"{file}:{number}"
+            try:
+                record = json.loads(text)
+                article, questions = record["article"], record["questions"]
+                options, answers = record["options"], record.get("answers")
+            except json.JSONDecodeError as e:
+                raise DataError(f"{source}: invalid JSON ({e.msg})") from None
+            except (KeyError, TypeError):
+                raise DataError(
+                    f"{source}: a RACE record needs article, questions, options"
+                ) from None
+            if len(options) != len(questions) or (
+                answers is not None and len(answers) != len(questions)
+            ):
+                raise DataError(f"{source}: questions, options and answers differ in length")
+            for i, (question, choices) in enumerate(zip(questions, options, strict=True)):
+                label = None
+                if answers is not None:
+                    letter = str(answers[i]).strip().upper()
+                    if len(letter) != 1 or not 0 <= ord(letter) - ord("A") < len(choices):
+                        raise DataError(
+                            f"{source}: answer {answers[i]!r} of question {i} is not an option letter"
+                        )
+                    label = ord(letter) - ord("A")
+                elif require_labels:
+                    raise DataError(f"{source}: missing answers")
+                qid = f"{record.get('id', file.name)}-{i}"
+                examples.append(
+                    ChoiceExample(qid, article, question, tuple(choices), label, source)
+                )
+    return examples
+
+
+def read_conll(path: str | os.PathLike, require_labels: bool = True) -> list[TagExample]:
+    """Reads CoNLL-style tagging data: `word ... tag` per line, blank lines between sentences.
+
+    With `require_labels` False a line holding only the word is allowed (tags None).
+    """
+    path = _check_file(path)
+    examples: list[TagExample] = []
+    words: list[str] = []
+    tags: list[str] = []
+    start = 1
+
+    def flush() -> None:
+        if words:
+            labelled = tags if len(tags) == len(words) else None
+            examples.append(
+                TagExample(
+                    tuple(words), None if labelled is None else tuple(labelled), f"{path}:{start}"
+                )
+            )
+        words.clear()
+        tags.clear()
+
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields:
+                flush()
+                continue
+            if fields[0] == "-DOCSTART-":
+                flush()
+                continue
+            if not words:
+                start = number
+            if len(fields) < 2:
+                if require_labels:
+                    raise DataError(
+                        f"{path}:{number}: expected 'word ... tag', got {line.strip()!r}"
+                    )
+            else:
+                tags.append(fields[-1])
+            words.append(fields[0])
+    flush()
+    return examples
+
+
+def label_list(labels: Sequence[str | None], path: str | os.PathLike) -> list[str]:
+    """Sorted distinct labels of a training set; DataError if there are fewer than two."""
+    distinct = sorted({label for label in labels if label is not None})
+    if len(distinct) < 2:
+        raise DataError(f"{path}: need at least two distinct labels, found {distinct}")
+    return distinct
+
+
+def check_labels(labels: Sequence[tuple[str, str | None]], known: Sequence[str]) -> None:
+    """Raises DataError at the first (source, label) whose label is not in `known`."""
+    known_set = set(known)
+    for source, label in labels:
+        if label is not None and label not in known_set:
+            raise DataError(
+                f"{source}: label {label!r} was not seen in training (labels: {', '.join(known)})"
+            )
