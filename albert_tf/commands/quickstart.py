@@ -1,0 +1,32 @@
+"""`albert-tf quickstart`: pretrain a tiny ALBERT on the embedded corpus and export it."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = (
+    "Build a corpus from Python's own docs, train a vocabulary, pretrain a tiny ALBERT on the "
+    "CPU, export TF-Hub modules and demo them (~7 min on 2 cores)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from albert_tf.quickstart import DEFAULT_MINUTES, DEFAULT_OUT
+
+    parser.add_argument(
+        "--out", default=DEFAULT_OUT, help=f"output directory (default: ./{DEFAULT_OUT})"
+    )
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=DEFAULT_MINUTES,
+        help=f"pretraining wall time in minutes (default: {DEFAULT_MINUTES:g})",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+
+
+def run(args: argparse.Namespace) -> int:
+    from albert_tf.quickstart import run_quickstart
+
+    run_quickstart(args.out, minutes=args.minutes, overwrite=args.overwrite)
+    return 0

@@ -1,0 +1,69 @@
+"""`albert-tf quickstart` rejects bad input with one line and exit 2, before any heavy work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(["quickstart", *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    return code, err
+
+
+@pytest.mark.parametrize("minutes", ["0", "-1", "nan", "inf"])
+def test_non_positive_minutes(capsys, tmp_path, minutes):
+    code, err = _run(capsys, "--out", str(tmp_path / "qs"), "--minutes", minutes)
+    assert code == 2
+    assert len(err) == 1 and "--minutes must be a positive number" in err[0]
+    assert not (tmp_path / "qs").exists()
+
+
+def test_out_under_a_file(capsys, tmp_path):
+    (tmp_path / "file").write_text("x")
+    code, err = _run(capsys, "--out", str(tmp_path / "file" / "qs"))
+    assert code == 2
+    assert err == [
+        f"albert-tf quickstart: error: cannot create {tmp_path}/file/qs: "
+        f"{tmp_path}/file is not a directory"
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write to read-only directories")
+def test_out_in_read_only_directory(capsys, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    code, err = _run(capsys, "--out", str(locked / "qs"))
+    assert code == 2 and len(err) == 1 and "is not writable" in err[0]
+
+
+def test_existing_out_needs_overwrite(capsys, tmp_path):
+    (tmp_path / "qs").mkdir()
+    (tmp_path / "qs" / "keep.txt").write_text("mine")
+    code, err = _run(capsys, "--out", str(tmp_path / "qs"))
+    assert code == 2 and len(err) == 1 and "already exists" in err[0]
+    assert (tmp_path / "qs" / "keep.txt").read_text() == "mine"
+
+
+def test_bad_input_in_a_subprocess_fails_fast_without_tensorflow(tmp_path):
+    code = (
+        "import sys; from albert_tf.cli import main; rc = main(sys.argv[1:]); "
+        "assert not any(m.startswith('tensorflow') for m in sys.modules); sys.exit(rc)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, "quickstart", "--out", str(tmp_path / "q"), "--minutes", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "albert-tf quickstart: error: --minutes must be a positive number, got 0"
+    ]
+    assert list(tmp_path.iterdir()) == []
