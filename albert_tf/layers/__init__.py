@@ -1,0 +1,1 @@
+"""Building blocks of the ALBERT encoder, named after the original TF1 variable scopes."""

@@ -1,0 +1,152 @@
+"""Shared test checks: tiny configs, inputs, config round trip, save/load, mixed precision.
+
+Other engineers may append functions; keep each one a self-contained check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+import tf_keras as keras
+
+from albert_tf.config import AlbertConfig
+
+
+def tiny_config(**overrides: Any) -> AlbertConfig:
+    """vocab 100, E=16 != H=32, 4 layers, 2 groups x 2 inner groups, 4 heads, FFN 64."""
+    values = dict(
+        vocab_size=100,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_hidden_groups=2,
+        inner_group_num=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=32,
+        hidden_act="gelu",
+    )
+    values.update(overrides)
+    return AlbertConfig(**values)
+
+
+def make_inputs(
+    config: AlbertConfig, batch: int = 2, seq: int = 8, seed: int = 0, positions: int = 0
+) -> dict[str, tf.Tensor]:
+    """Random int32 encoder inputs [batch, seq]; row b has its last b tokens padded.
+
+    With `positions` > 0, adds `masked_lm_positions` [batch, positions] inside the real tokens.
+    """
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, config.vocab_size, size=(batch, seq)).astype(np.int32)
+    lengths = np.maximum(seq - np.arange(batch), 1)
+    mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
+    types = ((np.arange(seq)[None, :] >= lengths[:, None] // 2) * mask).astype(np.int32)
+    inputs = dict(
+        input_word_ids=tf.constant(ids * mask),
+        input_mask=tf.constant(mask),
+        input_type_ids=tf.constant(types),
+    )
+    if positions:
+        pos = np.stack([rng.integers(0, n, size=positions) for n in lengths]).astype(np.int32)
+        inputs["masked_lm_positions"] = tf.constant(pos)
+    return inputs
+
+
+def assert_outputs_close(actual: Any, expected: Any, atol: float = 1e-6, rtol: float = 0.0) -> None:
+    """Every tensor of two nested output structures (dicts/lists) agrees within tolerance."""
+    tf.nest.assert_same_structure(actual, expected)
+    for a, e in zip(tf.nest.flatten(actual), tf.nest.flatten(expected), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(e), atol=atol, rtol=rtol)
+
+
+def assert_config_round_trip(model: keras.layers.Layer, inputs: Any) -> keras.layers.Layer:
+    """`from_config(get_config())` builds the same architecture; returns the rebuilt model.
+
+    The rebuilt model gets the original's weights and must then give identical outputs.
+    """
+    config = model.get_config()
+    rebuilt = type(model).from_config(config)
+    assert rebuilt.get_config() == config
+    assert [w.shape for w in rebuilt.weights] == [w.shape for w in model.weights]
+    rebuilt.set_weights(model.get_weights())
+    assert_outputs_close(rebuilt(inputs, training=False), model(inputs, training=False), atol=0)
+    return rebuilt
+
+
+def assert_saved_model_round_trip(model: keras.Model, inputs: Any, directory: Path) -> None:
+    """`tf.saved_model.save` + `tf.saved_model.load` of a model called with a dict of int32
+    [B, S] tensors gives the same outputs (at a new sequence length too)."""
+    spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in inputs}
+
+    @tf.function(input_signature=[spec])
+    def serve(features):
+        return model(features, training=False)
+
+    tf.saved_model.save(model, str(directory), signatures={"serving_default": serve})
+    restored = tf.saved_model.load(str(directory))
+    fn = restored.signatures["serving_default"]
+    expected = model(inputs, training=False)
+    actual = fn(**inputs)
+    for key, value in expected.items():
+        if isinstance(value, list):
+            # Signatures flatten lists into `key`, `key_1`, ...
+            got = [actual[key if i == 0 else f"{key}_{i}"] for i in range(len(value))]
+            assert_outputs_close(got, value, atol=1e-6)
+        else:
+            assert_outputs_close(actual[key], value, atol=1e-6)
+
+
+def assert_checkpoint_round_trip(
+    build: Callable[[], keras.Model], inputs: Any, directory: Path
+) -> None:
+    """Two models from `build()` differ; after tf.train.Checkpoint save/restore they agree."""
+    first, second = build(), build()
+    path = tf.train.Checkpoint(model=first).write(str(directory / "ckpt"))
+    tf.train.Checkpoint(model=second).read(path).assert_consumed()
+    assert_outputs_close(second(inputs, training=False), first(inputs, training=False), atol=0)
+
+
+def assert_dropout_only_in_training(model: keras.Model, inputs: Any) -> None:
+    """Inference is deterministic and differs from a training-mode call (dropout on)."""
+    a, b = model(inputs, training=False), model(inputs, training=False)
+    assert_outputs_close(a, b, atol=0)
+    c = model(inputs, training=True)
+    diffs = [
+        np.abs(np.asarray(x) - np.asarray(y)).max()
+        for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(c), strict=True)
+    ]
+    assert max(diffs) > 1e-4, "training=True changed nothing: dropout is not applied"
+
+
+@contextlib.contextmanager
+def mixed_precision(policy: str) -> Iterator[None]:
+    """Sets the global tf_keras dtype policy for the block, then restores float32."""
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def assert_mixed_precision_close(
+    build: Callable[[], keras.Model], inputs: Any, policy: str, rtol: float
+) -> dict[str, Any]:
+    """A model built under `policy` with float32 weights copied in returns float32 outputs that
+    agree with float32 within `rtol` of each output's max magnitude; returns the outputs."""
+    reference = build()
+    expected = reference(inputs, training=False)
+    with mixed_precision(policy):
+        model = build()
+    model.set_weights(reference.get_weights())
+    actual = model(inputs, training=False)
+    for a, e in zip(tf.nest.flatten(actual), tf.nest.flatten(expected), strict=True):
+        assert a.dtype == tf.float32, f"output dtype {a.dtype} under {policy}"
+        scale = float(np.abs(np.asarray(e)).max())
+        np.testing.assert_allclose(np.asarray(a), np.asarray(e), atol=rtol * scale)
+    return actual
