@@ -1,0 +1,78 @@
+"""`albert-tf create-pretraining-data`: text corpus -> sharded n-gram MLM + SOP TFRecords."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+HELP = "Create n-gram masked-LM + sentence-order pretraining TFRecords from text files."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input",
+        action="append",
+        required=True,
+        metavar="GLOB",
+        help="text file or glob (repeatable; ** recurses; .gz is read); blank lines separate "
+        "documents",
+    )
+    parser.add_argument("--sp-model", required=True, help="SentencePiece .model file")
+    parser.add_argument("--output", required=True, help="output directory (created atomically)")
+    parser.add_argument("--max-seq-length", type=int, default=512)
+    parser.add_argument("--max-predictions-per-seq", type=int, default=20)
+    parser.add_argument("--masked-lm-prob", type=float, default=0.15)
+    parser.add_argument(
+        "--dupe-factor", type=int, default=10, help="times each document is used (default 10)"
+    )
+    parser.add_argument("--short-seq-prob", type=float, default=0.1)
+    parser.add_argument("--ngram", type=int, default=3, help="longest masked n-gram (words)")
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--num-shards", type=int, default=1, help="output files (default 1)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="worker processes (the output does not depend on it)",
+    )
+    parser.add_argument(
+        "--shuffle-buffer", type=int, default=10000, help="records held for shuffling"
+    )
+    parser.add_argument(
+        "--no-mask",
+        action="store_true",
+        help="write unmasked input_ids + token_boundary for dynamic masking in the input pipeline",
+    )
+    parser.add_argument("--no-lower-case", action="store_true", help="keep case (cased models)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from preprocess.pretraining_data import create_pretraining_data
+
+    stats = create_pretraining_data(
+        args.input,
+        args.sp_model,
+        args.output,
+        max_seq_length=args.max_seq_length,
+        max_predictions_per_seq=args.max_predictions_per_seq,
+        masked_lm_prob=args.masked_lm_prob,
+        dupe_factor=args.dupe_factor,
+        short_seq_prob=args.short_seq_prob,
+        ngram=args.ngram,
+        seed=args.seed,
+        num_shards=args.num_shards,
+        num_workers=args.workers,
+        do_lower_case=not args.no_lower_case,
+        overwrite=args.overwrite,
+        mask=not args.no_mask,
+        shuffle_buffer=args.shuffle_buffer,
+        progress=not args.quiet,
+    )
+    summary = {k: stats[k] for k in ("num_documents", "num_instances", "masked_fraction")}
+    summary["mb_per_second"] = round(stats["mb_per_second"], 3)
+    summary["output"] = args.output
+    print(json.dumps(summary))
+    return 0

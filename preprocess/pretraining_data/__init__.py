@@ -1,0 +1,10 @@
+"""Pretraining data for ALBERT: n-gram masked-LM + sentence-order-prediction TFRecords.
+
+`create_pretraining_data` is the entry point (see `pipeline`); `documents` reads and splits the
+corpus, `instances` pairs segments, `masking` draws n-gram masks, `records` encodes
+`tf.train.Example`s, and `dynamic_masking` re-draws masks in a `tf.data` pipeline.
+"""
+
+from preprocess.pretraining_data.pipeline import METADATA_FILE, create_pretraining_data
+
+__all__ = ["METADATA_FILE", "create_pretraining_data"]

@@ -1,0 +1,191 @@
+"""Per-document instance generation: tokenize, pair, mask, serialize (runs in worker processes).
+
+Every random choice for document `d` in duplication round `k` comes from
+`numpy.random.default_rng([seed, k, d])`, so an instance depends only on the settings, the
+document and its index in the corpus, never on which process made it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from preprocess.pretraining_data.documents import split_sentences
+from preprocess.pretraining_data.instances import SentencePair, create_sentence_pairs
+from preprocess.pretraining_data.masking import NgramMasker
+from preprocess.pretraining_data.records import encode_example
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a worker needs (picklable). See `create_pretraining_data` for the meaning."""
+
+    sp_model_path: str
+    do_lower_case: bool
+    max_seq_length: int
+    max_predictions_per_seq: int
+    masked_lm_prob: float
+    dupe_factor: int
+    short_seq_prob: float
+    ngram: int
+    seed: int
+    num_shards: int
+    mask: bool
+
+
+@dataclass
+class Counters:
+    """Statistics summed over documents (see `create_pretraining_data`'s returned dict)."""
+
+    num_documents: int = 0
+    num_sentences: int = 0
+    num_tokens: int = 0
+    num_instances: int = 0
+    instance_tokens: int = 0
+    sop_swapped: int = 0
+    masked_tokens: int = 0
+    mask_kinds: list[int] = field(default_factory=lambda: [0, 0, 0])  # [MASK], random, kept
+    ngram_counts: list[int] = field(default_factory=list)
+
+    def add(self, other: Counters) -> None:
+        for name in ("num_documents", "num_sentences", "num_tokens", "num_instances"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.instance_tokens += other.instance_tokens
+        self.sop_swapped += other.sop_swapped
+        self.masked_tokens += other.masked_tokens
+        self.mask_kinds = [a + b for a, b in zip(self.mask_kinds, other.mask_kinds, strict=True)]
+        longest = max(len(self.ngram_counts), len(other.ngram_counts))
+        self.ngram_counts = [
+            (self.ngram_counts[i] if i < len(self.ngram_counts) else 0)
+            + (other.ngram_counts[i] if i < len(other.ngram_counts) else 0)
+            for i in range(longest)
+        ]
+
+
+class DocumentProcessor:
+    """Turns documents into serialized `tf.train.Example`s for one set of `Settings`."""
+
+    def __init__(self, settings: Settings):
+        from preprocess.tokenizer import AlbertTokenizer
+
+        self.settings = settings
+        self.tokenizer = AlbertTokenizer(settings.sp_model_path, settings.do_lower_case)
+        tok = self.tokenizer
+        self.word_start = np.array([tok.is_word_start(i) for i in range(tok.vocab_size)], bool)
+        self.masker = NgramMasker(
+            self.word_start,
+            tok.mask_id,
+            settings.max_predictions_per_seq,
+            settings.masked_lm_prob,
+            settings.ngram,
+        )
+
+    def tokenize(self, lines: list[str]) -> list[np.ndarray]:
+        """The document's sentences as int32 id arrays (empty ones dropped)."""
+        sentences = []
+        for line in lines:
+            for sentence in split_sentences(line):
+                ids = self.tokenizer.encode(sentence)
+                if ids:
+                    sentences.append(np.asarray(ids, np.int32))
+        return sentences
+
+    def process(
+        self, documents: list[tuple[int, list[str]]]
+    ) -> tuple[list[tuple[int, bytes]], Counters]:
+        """Serialized instances `(shard, example bytes)` of `(index, lines)` documents, in
+        document order then duplication round then position, and their statistics."""
+        s = self.settings
+        records: list[tuple[int, bytes]] = []
+        counters = Counters(ngram_counts=[0] * (s.ngram + 1))
+        for index, lines in documents:
+            sentences = self.tokenize(lines)
+            counters.num_documents += 1
+            counters.num_sentences += len(sentences)
+            counters.num_tokens += sum(len(x) for x in sentences)
+            for k in range(s.dupe_factor):
+                rng = np.random.default_rng([s.seed, k, index])
+                pairs = create_sentence_pairs(sentences, s.max_seq_length, s.short_seq_prob, rng)
+                examples = [self._example(pair, rng, counters) for pair in pairs]
+                shards = rng.integers(s.num_shards, size=len(examples)).tolist()
+                records.extend(zip(shards, examples, strict=True))
+        return records, counters
+
+    def _example(self, pair: SentencePair, rng: np.random.Generator, counters: Counters) -> bytes:
+        s, tok = self.settings, self.tokenizer
+        len_a, len_b = len(pair.tokens_a), len(pair.tokens_b)
+        length = len_a + len_b + 3
+        tokens = np.empty(length, np.int32)
+        tokens[0] = tok.cls_id
+        tokens[1 : len_a + 1] = pair.tokens_a
+        tokens[len_a + 1] = tok.sep_id
+        tokens[len_a + 2 : length - 1] = pair.tokens_b
+        tokens[length - 1] = tok.sep_id
+        maskable = np.concatenate([np.arange(1, len_a + 1), np.arange(len_a + 2, length - 1)])
+        seq = np.zeros((3, s.max_seq_length), np.int64)  # input_ids, input_mask, segment_ids
+        seq[1, :length] = 1
+        seq[2, len_a + 2 : length] = 1
+        counters.num_instances += 1
+        counters.instance_tokens += length
+        counters.sop_swapped += pair.label
+        label = np.array([pair.label])
+        if not s.mask:
+            seq[0, :length] = tokens
+            boundary = np.zeros(s.max_seq_length, np.int64)
+            boundary[maskable] = self.word_start[tokens[maskable]]
+            boundary[[1, len_a + 2]] = 1
+            return encode_example(
+                {
+                    "input_ids": ("int64", seq[0]),
+                    "input_mask": ("int64", seq[1]),
+                    "segment_ids": ("int64", seq[2]),
+                    "token_boundary": ("int64", boundary),
+                    "next_sentence_labels": ("int64", label),
+                }
+            )
+        masked = self.masker.mask(tokens, maskable, rng)
+        seq[0, :length] = masked.input_ids
+        num = len(masked.positions)
+        predictions = np.zeros((2, s.max_predictions_per_seq), np.int64)  # positions, ids
+        predictions[0, :num] = masked.positions
+        predictions[1, :num] = masked.labels
+        weights = np.zeros(s.max_predictions_per_seq, np.float32)
+        weights[:num] = 1.0
+        counters.masked_tokens += num
+        now = masked.input_ids[masked.positions]
+        is_mask = now == tok.mask_id
+        kept = ~is_mask & (now == masked.labels)
+        counters.mask_kinds[0] += int(is_mask.sum())
+        counters.mask_kinds[1] += int(num - is_mask.sum() - kept.sum())
+        counters.mask_kinds[2] += int(kept.sum())
+        for n in masked.ngram_lengths:
+            counters.ngram_counts[n] += 1
+        return encode_example(
+            {
+                "input_ids": ("int64", seq[0]),
+                "input_mask": ("int64", seq[1]),
+                "segment_ids": ("int64", seq[2]),
+                "masked_lm_positions": ("int64", predictions[0]),
+                "masked_lm_ids": ("int64", predictions[1]),
+                "masked_lm_weights": ("float", weights),
+                "next_sentence_labels": ("int64", label),
+            }
+        )
+
+
+_PROCESSOR: DocumentProcessor | None = None
+
+
+def init_worker(settings: Settings) -> None:
+    """Pool initializer: builds this process's `DocumentProcessor`."""
+    global _PROCESSOR
+    _PROCESSOR = DocumentProcessor(settings)
+
+
+def process_in_worker(
+    documents: list[tuple[int, list[str]]],
+) -> tuple[list[tuple[int, bytes]], Counters]:
+    """`DocumentProcessor.process` with the process's processor (after `init_worker`)."""
+    assert _PROCESSOR is not None, "init_worker was not called"
+    return _PROCESSOR.process(documents)

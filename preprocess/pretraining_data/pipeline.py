@@ -1,0 +1,316 @@
+"""`create_pretraining_data`: corpus -> sharded TFRecords of n-gram MLM + SOP instances.
+
+Streaming with bounded memory: the main process reads documents one at a time and sends batches
+to worker processes; at most `2 * num_workers` batches are in flight, and results come back in
+corpus order, so the output is the same for any number of workers.
+
+Shuffling. The original holds every instance in memory and shuffles them all; that does not
+scale. Here each instance is assigned to a shard by a draw from its document's generator, and
+each shard is written through a bounded shuffle buffer (`shuffle_buffer` records shared among the
+shards; a full buffer writes a uniformly chosen record, the rest are written in random order at
+the end). Neighbouring documents still tend to land near each other within a shard, so the
+training input pipeline should interleave the shards and shuffle again.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import multiprocessing
+import os
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from albert_tf.errors import DataError
+from albert_tf.io_utils import atomic_dir, check_output_path
+from preprocess.pretraining_data.documents import input_size, iter_documents, resolve_inputs
+from preprocess.pretraining_data.generate import (
+    Counters,
+    DocumentProcessor,
+    Settings,
+    init_worker,
+    process_in_worker,
+)
+from preprocess.pretraining_data.records import feature_lengths
+
+METADATA_FILE = "metadata.json"
+FORMAT = "albert-tf-pretraining-data/1"
+BATCH_BYTES = 256 * 1024
+
+
+def shard_name(index: int, num_shards: int) -> str:
+    """File name of shard `index` (0-based) of `num_shards`."""
+    return f"data-{index:05d}-of-{num_shards:05d}.tfrecord"
+
+
+def _batches(documents: Iterable[tuple[list[str], int]]) -> Iterator[tuple[list, int]]:
+    """Groups `(lines, bytes)` documents into `([(index, lines), ...], bytes)` batches of about
+    `BATCH_BYTES` of text; indices count non-empty documents from 0 in corpus order."""
+    batch: list[tuple[int, list[str]]] = []
+    size = num_bytes = 0
+    index = 0
+    for lines, consumed in documents:
+        num_bytes += consumed
+        if lines:
+            batch.append((index, lines))
+            index += 1
+            size += sum(len(line) for line in lines)
+        if size >= BATCH_BYTES:
+            yield batch, num_bytes
+            batch, size, num_bytes = [], 0, 0
+    if batch or num_bytes:
+        yield batch, num_bytes
+
+
+def _ordered_map(
+    fn: Callable, items: Iterable, num_workers: int, settings: Settings
+) -> Iterator[tuple[Any, Any]]:
+    """Yields `(item_tag, fn(item))` in input order for `(item, tag)` pairs, with at most
+    `2 * num_workers` items in flight (so a huge corpus is never read ahead into memory)."""
+    if num_workers <= 1:
+        processor = DocumentProcessor(settings)
+        for item, tag in items:
+            yield tag, processor.process(item)
+        return
+    # "spawn": the parent may have TensorFlow loaded, which must not be forked.
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(num_workers, initializer=init_worker, initargs=(settings,)) as pool:
+        pending: collections.deque = collections.deque()
+        for item, tag in items:
+            pending.append((tag, pool.apply_async(fn, (item,))))
+            if len(pending) >= 2 * num_workers:
+                tag, result = pending.popleft()
+                yield tag, result.get()
+        while pending:
+            tag, result = pending.popleft()
+            yield tag, result.get()
+
+
+class _ShuffledShard:
+    """Writes records to one TFRecord file through a seeded shuffle buffer of `capacity`."""
+
+    def __init__(self, writer: Any, capacity: int, seed: str):
+        self.writer = writer
+        self.capacity = max(1, capacity)
+        self.rng = random.Random(seed)
+        self.buffer: list[bytes] = []
+        self.count = 0
+
+    def add(self, record: bytes) -> None:
+        self.count += 1
+        if len(self.buffer) < self.capacity:
+            self.buffer.append(record)
+            return
+        j = self.rng.randrange(self.capacity)
+        self.writer.write(self.buffer[j])
+        self.buffer[j] = record
+
+    def close(self) -> None:
+        self.rng.shuffle(self.buffer)
+        for record in self.buffer:
+            self.writer.write(record)
+        self.buffer = []
+        self.writer.close()
+
+
+def _sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _validate(settings: Settings, num_workers: int, shuffle_buffer: int) -> None:
+    checks = [
+        (settings.max_seq_length >= 5, "max_seq_length must be at least 5"),
+        (settings.max_predictions_per_seq >= 1, "max_predictions_per_seq must be at least 1"),
+        (0.0 <= settings.masked_lm_prob <= 1.0, "masked_lm_prob must be in [0, 1]"),
+        (settings.dupe_factor >= 1, "dupe_factor must be at least 1"),
+        (0.0 <= settings.short_seq_prob <= 1.0, "short_seq_prob must be in [0, 1]"),
+        (settings.ngram >= 1, "ngram must be at least 1"),
+        (settings.num_shards >= 1, "num_shards must be at least 1"),
+        (num_workers >= 1, "num_workers must be at least 1"),
+        (shuffle_buffer >= 1, "shuffle_buffer must be at least 1"),
+        (settings.seed >= 0, "seed must be non-negative"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise DataError(message)
+
+
+def create_pretraining_data(
+    input_patterns: list[str] | str,
+    sp_model_path: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    max_seq_length: int = 512,
+    max_predictions_per_seq: int = 20,
+    masked_lm_prob: float = 0.15,
+    dupe_factor: int = 10,
+    short_seq_prob: float = 0.1,
+    ngram: int = 3,
+    seed: int = 12345,
+    num_shards: int = 1,
+    num_workers: int = 1,
+    do_lower_case: bool = True,
+    overwrite: bool = False,
+    mask: bool = True,
+    shuffle_buffer: int = 10000,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Writes n-gram MLM + SOP pretraining instances as sharded TFRecords.
+
+    Output (created atomically): `output_dir/data-NNNNN-of-NNNNN.tfrecord` holding
+    `tf.train.Example`s with the features of `records.feature_lengths` (int64 `input_ids`,
+    `input_mask`, `segment_ids` [max_seq_length]; int64 `masked_lm_positions`, `masked_lm_ids`
+    and float `masked_lm_weights` [max_predictions_per_seq], padded with 0 / 0.0; int64
+    `next_sentence_labels` [1], 1 = segments swapped), and `metadata.json` (sizes, vocab size,
+    instance counts, SentencePiece checksum, settings, statistics) for training to validate.
+    With `mask=False` the records hold unmasked `input_ids` and `token_boundary` instead, for
+    `preprocess.pretraining_data.dynamic_masking`.
+
+    Args:
+      input_patterns: text files or globs; blank lines separate documents; ".gz" is read.
+      sp_model_path: the SentencePiece model (ALBERT special pieces required).
+      output_dir: the directory to create.
+      dupe_factor: how many times each document is used, with different masks and pairs.
+      num_shards: number of output files; num_workers: tokenizing/masking processes.
+      shuffle_buffer: records held for shuffling, shared among the shards.
+      Others as the original create_pretraining_data.py.
+
+    Returns the statistics dict also stored under "statistics" in metadata.json.
+
+    Raises DataError (bad input, no instance), TokenizerError (bad model), OutputError (the
+    output exists and `overwrite` is False); nothing is left behind on error.
+    """
+    from preprocess.tokenizer import AlbertTokenizer
+
+    patterns = [input_patterns] if isinstance(input_patterns, str) else list(input_patterns)
+    settings = Settings(
+        sp_model_path=str(Path(sp_model_path).resolve()),
+        do_lower_case=do_lower_case,
+        max_seq_length=max_seq_length,
+        max_predictions_per_seq=max_predictions_per_seq,
+        masked_lm_prob=masked_lm_prob,
+        dupe_factor=dupe_factor,
+        short_seq_prob=short_seq_prob,
+        ngram=ngram,
+        seed=seed,
+        num_shards=num_shards,
+        mask=mask,
+    )
+    _validate(settings, num_workers, shuffle_buffer)
+    check_output_path(output_dir, overwrite)
+    tokenizer = AlbertTokenizer(sp_model_path, do_lower_case)
+    files = resolve_inputs(patterns)
+    total_bytes = sum(input_size(f) for f in files)
+
+    import tensorflow as tf
+    from tqdm import tqdm
+
+    start = time.perf_counter()
+    totals = Counters(ngram_counts=[0] * (ngram + 1))
+    with atomic_dir(output_dir, overwrite=overwrite) as tmp:
+        shards = [
+            _ShuffledShard(
+                tf.io.TFRecordWriter(str(tmp / shard_name(i, num_shards))),
+                -(-shuffle_buffer // num_shards),
+                f"{seed}/shard/{i}",
+            )
+            for i in range(num_shards)
+        ]
+        bar = tqdm(
+            total=total_bytes,
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1024,
+            desc="create-pretraining-data",
+            disable=not progress,
+            smoothing=0.1,
+        )
+        with bar:
+            batches = _batches(iter_documents(files))
+            results = _ordered_map(process_in_worker, batches, num_workers, settings)
+            for num_bytes, (records, counters) in results:
+                for shard, record in records:
+                    shards[shard].add(record)
+                totals.add(counters)
+                bar.update(num_bytes)
+                bar.set_postfix(instances=totals.num_instances, refresh=False)
+        for shard in shards:
+            shard.close()
+        if totals.num_documents == 0:
+            raise DataError(f"the input ({len(files)} file(s)) holds no text")
+        if totals.num_instances == 0:
+            raise DataError(
+                f"no training instance: the corpus has {totals.num_documents} document(s) with "
+                f"{totals.num_tokens} token(s) in all, and an instance needs a document of at "
+                "least 2 tokens"
+            )
+        seconds = time.perf_counter() - start
+        stats = _statistics(totals, files, total_bytes, seconds, [s.count for s in shards])
+        metadata = {
+            "format": FORMAT,
+            "max_seq_length": max_seq_length,
+            "max_predictions_per_seq": max_predictions_per_seq,
+            "vocab_size": tokenizer.vocab_size,
+            "num_instances": totals.num_instances,
+            "masked": mask,
+            "features": {
+                k: list(v)
+                for k, v in feature_lengths(max_seq_length, max_predictions_per_seq, mask).items()
+            },
+            "files": [
+                {"name": shard_name(i, num_shards), "num_instances": s.count}
+                for i, s in enumerate(shards)
+            ],
+            "special_ids": {
+                "pad": tokenizer.pad_id,
+                "unk": tokenizer.unk_id,
+                "cls": tokenizer.cls_id,
+                "sep": tokenizer.sep_id,
+                "mask": tokenizer.mask_id,
+            },
+            "sp_model": {"path": settings.sp_model_path, "sha256": _sha256(sp_model_path)},
+            "settings": {
+                **{k: v for k, v in asdict(settings).items() if k != "sp_model_path"},
+                "shuffle_buffer": shuffle_buffer,
+                "inputs": [str(f) for f in files],
+            },
+            "statistics": stats,
+        }
+        (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+    return stats
+
+
+def _statistics(
+    totals: Counters, files: list[Path], total_bytes: int, seconds: float, shard_counts: list[int]
+) -> dict[str, Any]:
+    ngrams = totals.ngram_counts[1:]
+    masked = max(1, totals.masked_tokens)
+    return {
+        "num_files": len(files),
+        "input_bytes": total_bytes,
+        "num_documents": totals.num_documents,
+        "num_sentences": totals.num_sentences,
+        "num_tokens": totals.num_tokens,
+        "num_instances": totals.num_instances,
+        "shard_instances": shard_counts,
+        "sop_swapped_fraction": totals.sop_swapped / max(1, totals.num_instances),
+        "mean_instance_tokens": totals.instance_tokens / max(1, totals.num_instances),
+        "masked_tokens": totals.masked_tokens,
+        "masked_fraction": totals.masked_tokens / max(1, totals.instance_tokens),
+        "mask_kind_fractions": {
+            "mask": totals.mask_kinds[0] / masked,
+            "random": totals.mask_kinds[1] / masked,
+            "kept": totals.mask_kinds[2] / masked,
+        },
+        "ngram_counts": {str(n + 1): c for n, c in enumerate(ngrams)},
+        "seconds": seconds,
+        "mb_per_second": total_bytes / 1e6 / max(seconds, 1e-9),
+    }
