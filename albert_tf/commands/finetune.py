@@ -1,0 +1,114 @@
+"""`albert-tf finetune`: fine-tune an encoder on a classification, regression, SQuAD,
+multiple-choice or tagging task; keeps the best epoch by the task's metric."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Fine-tune ALBERT on classify, regress, squad, multiple-choice (RACE) or tag (CoNLL) data."
+
+TASKS = ("classify", "regress", "squad", "multiple-choice", "tag")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", required=True, choices=TASKS)
+    parser.add_argument(
+        "--train",
+        required=True,
+        help="training file: GLUE .tsv, .csv or .jsonl (classify/regress), SQuAD v1.1/v2.0 JSON, "
+        "RACE file or directory, CoNLL file",
+    )
+    parser.add_argument("--eval", help="evaluation file (same format); evaluated after each epoch")
+    parser.add_argument(
+        "--init",
+        required=True,
+        help="checkpoint directory, original TF1 checkpoint (with --config), TF-Hub encoder "
+        "directory, or 'random' (with --config)",
+    )
+    parser.add_argument("--output", required=True, help="output directory (must not exist)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    parser.add_argument(
+        "--config", help="albert_config.json or preset for TF1 checkpoints and 'random'"
+    )
+    parser.add_argument("--sp-model", help="SentencePiece model (default: the one with --init)")
+    parser.add_argument("--no-lower-case", action="store_true", help="the model is cased")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--eval-batch-size", type=int, default=64)
+    parser.add_argument("--learning-rate", type=float, default=2e-5)
+    parser.add_argument("--warmup-proportion", type=float, default=0.1)
+    parser.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--max-steps", type=int, help="stop after this many training steps")
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+    text = parser.add_argument_group("classify/regress columns (name or 0-based index)")
+    text.add_argument("--text-column")
+    text.add_argument("--text-pair-column")
+    text.add_argument("--label-column")
+    text.add_argument("--no-header", action="store_true", help="the TSV/CSV has no header row")
+    text.add_argument("--labels", help="comma-separated class names (default: those in --train)")
+    squad = parser.add_argument_group("squad")
+    squad.add_argument("--doc-stride", type=int, default=128)
+    squad.add_argument("--max-query-length", type=int, default=64)
+    squad.add_argument("--n-best-size", type=int, default=20)
+    squad.add_argument("--max-answer-length", type=int, default=30)
+    squad.add_argument("--null-score-diff-threshold", type=float, default=0.0)
+    parser.add_argument("--no-serving", action="store_true", help="skip the serving SavedModel")
+
+
+def task_settings(args: argparse.Namespace):
+    """The TaskSettings the flags describe."""
+    from albert_tf.finetune.tasks import TaskSettings
+
+    return TaskSettings(
+        task=args.task,
+        max_seq_length=args.max_seq_length,
+        labels=args.labels.split(",") if args.labels else None,
+        text_column=args.text_column,
+        text_pair_column=args.text_pair_column,
+        label_column=args.label_column,
+        has_header=not args.no_header,
+        doc_stride=args.doc_stride,
+        max_query_length=args.max_query_length,
+        n_best_size=args.n_best_size,
+        max_answer_length=args.max_answer_length,
+        null_score_diff_threshold=args.null_score_diff_threshold,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from albert_tf.finetune.trainer import TrainSettings, finetune
+    from albert_tf.io_utils import check_output_path
+
+    check_output_path(args.output, args.overwrite)
+    train = TrainSettings(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        eval_batch_size=args.eval_batch_size,
+        learning_rate=args.learning_rate,
+        warmup_proportion=args.warmup_proportion,
+        optimizer=args.optimizer,
+        weight_decay=args.weight_decay,
+        seed=args.seed,
+        dtype=args.dtype,
+        max_steps=args.max_steps,
+    )
+    finetune(
+        args.train,
+        args.output,
+        args.init,
+        task_settings(args),
+        train,
+        eval_path=args.eval,
+        config=args.config,
+        sp_model=args.sp_model,
+        do_lower_case=not args.no_lower_case,
+        overwrite=args.overwrite,
+        export_serving=not args.no_serving,
+        log=lambda line: print(line, file=sys.stderr),
+    )
+    return 0

@@ -1,0 +1,43 @@
+"""`albert-tf predict`: run a fine-tuned model over a task file, one JSON record per example."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Predict with a fine-tuned model (from `albert-tf finetune`) on a task file."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="directory written by `albert-tf finetune`")
+    parser.add_argument(
+        "--input", required=True, help="file in the training format; labels optional"
+    )
+    parser.add_argument(
+        "--output",
+        help="JSONL output, one record per example (default: stdout). Records: classify "
+        "{label, probabilities}; regress {prediction}; squad {id, answer, char_start, char_end, "
+        "null_score_diff}; multiple-choice {id, label, probabilities}; tag {words, tags}",
+    )
+    parser.add_argument("--batch-size", type=int, default=64)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from albert_tf.finetune.predict import load_finetuned, predict_file
+    from albert_tf.io_utils import atomic_file
+
+    finetuned = load_finetuned(args.model)
+    records, scores, task_data = predict_file(finetuned, args.input, args.batch_size)
+    for what, count in task_data.skipped.items():
+        print(f"{args.input}: {count} {what}", file=sys.stderr)
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if args.output:
+        with atomic_file(args.output) as tmp:
+            tmp.write_text(lines, encoding="utf-8")
+    else:
+        sys.stdout.write(lines)
+    if scores is not None:
+        print(json.dumps({"metrics": scores}), file=sys.stderr)
+    return 0

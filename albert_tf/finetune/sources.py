@@ -1,0 +1,126 @@
+"""Where fine-tuning starts: our checkpoint dir, an original TF1 checkpoint, a TF-Hub encoder
+directory, or random initialization of a config.
+
+`load_source` returns the encoder to fine-tune with what is known about it (config, SentencePiece
+model); the kind decides how the fine-tuned model is saved and reloaded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from albert_tf.config import AlbertConfig, resolve_config
+from albert_tf.errors import CheckpointError, ConfigError
+
+KINDS = ("checkpoint", "tf1", "hub", "random")
+
+
+@dataclass
+class Source:
+    """An encoder to fine-tune. `config` is None for TF-Hub encoders (their SavedModel is the
+    architecture); `hub_path` is set only for them."""
+
+    kind: str
+    encoder: Any
+    config: AlbertConfig | None
+    sp_model_path: Path | None
+    hub_path: Path | None = None
+
+
+def _is_hub_dir(path: Path) -> bool:
+    return path.is_dir() and (path / "saved_model.pb").is_file()
+
+
+def _tf1_prefix(path: Path) -> str | None:
+    """The TF1 checkpoint prefix at `path` (a prefix or a directory holding one), else None."""
+    import tensorflow as tf
+
+    candidates = [str(path)]
+    if path.is_dir():
+        latest = tf.train.latest_checkpoint(str(path))
+        candidates = [latest] if latest else []
+        candidates += [str(p.with_suffix("")) for p in sorted(path.glob("*.ckpt*.index"))]
+    for prefix in candidates:
+        if prefix and Path(prefix + ".index").is_file():
+            names = {name for name, _ in tf.train.list_variables(prefix)}
+            if "bert/embeddings/word_embeddings" in names:
+                return prefix
+    return None
+
+
+def hub_sp_model(path: Path) -> Path | None:
+    """The SentencePiece model packaged as an asset of a TF-Hub encoder, if any."""
+    models = sorted((path / "assets").glob("*.model")) if (path / "assets").is_dir() else []
+    return models[0] if models else None
+
+
+def load_source(
+    source: str | os.PathLike,
+    config: str | os.PathLike | None = None,
+    sp_model: str | os.PathLike | None = None,
+) -> Source:
+    """Loads the encoder named by `source`.
+
+    - our checkpoint directory (`albert_config.json` + TF2 checkpoint with an `encoder`);
+    - an original TF1 checkpoint (prefix or directory), with `config` or an
+      `albert_config.json` beside it, converted in memory;
+    - a TF-Hub encoder SavedModel directory (fine-tuned through `hub.KerasLayer(trainable=True)`);
+    - `"random"` with `config` (preset or JSON): the same architecture, randomly initialized.
+
+    `sp_model` overrides the SentencePiece model found with the source. Raises CheckpointError
+    or ConfigError with one line naming what is missing.
+    """
+    sp_path = Path(sp_model) if sp_model is not None else None
+    if sp_path is not None and not sp_path.is_file():
+        raise ConfigError(f"SentencePiece model {sp_path} does not exist")
+    if str(source) == "random":
+        if config is None:
+            raise ConfigError("--init random needs --config (a preset or albert_config.json)")
+        from albert_tf.encoder import AlbertEncoder
+
+        resolved = resolve_config(config)
+        return Source("random", AlbertEncoder(resolved), resolved, sp_path)
+    path = Path(source)
+    if not path.exists() and not Path(str(path) + ".index").exists():
+        raise CheckpointError(f"--init {path} does not exist")
+    if _is_hub_dir(path):
+        import tensorflow_hub as hub
+        import tensorflow_text  # noqa: F401  (registers ops an encoder export may use)
+
+        try:
+            layer = hub.KerasLayer(str(path), trainable=True, name="encoder")
+        except (OSError, ValueError) as e:
+            raise CheckpointError(f"cannot load TF-Hub encoder {path}: {e}") from None
+        return Source("hub", layer, None, sp_path or hub_sp_model(path), hub_path=path)
+    if path.is_dir() and (path / "albert_config.json").is_file():
+        import tensorflow as tf
+
+        from albert_tf.checkpoint import checkpoint_children, load_checkpoint_dir
+
+        latest = tf.train.latest_checkpoint(str(path))
+        if latest is not None and "encoder" in checkpoint_children(latest):
+            loaded = load_checkpoint_dir(path)
+            return Source(
+                "checkpoint", loaded.encoder, loaded.config, sp_path or loaded.sp_model_path
+            )
+    prefix = _tf1_prefix(path)
+    if prefix is None:
+        raise CheckpointError(
+            f"--init {path} is not a checkpoint directory, TF1 ALBERT checkpoint or TF-Hub encoder"
+        )
+    config_path = config or Path(prefix).parent / "albert_config.json"
+    if not Path(config_path).is_file() and str(config_path) not in _presets():
+        raise ConfigError(f"TF1 checkpoint {prefix} needs --config (its albert_config.json)")
+    from albert_tf.convert.tf1 import load_tf1_encoder
+
+    resolved = resolve_config(config_path)
+    return Source("tf1", load_tf1_encoder(prefix, resolved), resolved, sp_path)
+
+
+def _presets() -> tuple[str, ...]:
+    from albert_tf.config import PRESETS
+
+    return tuple(PRESETS)

@@ -1,0 +1,182 @@
+"""Fine-tuning end to end: classify with pairs; predict and serving equal the in-memory model;
+bad input fails with one line and exit code 2."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import cli
+from albert_tf.checkpoint import checkpoint_children
+from albert_tf.finetune.predict import load_finetuned, predict_file
+from albert_tf.finetune.tasks import TaskSettings, decode, load_task_data
+from albert_tf.finetune.trainer import TrainSettings, batched_outputs, finetune
+
+TINY = {
+    "vocab_size": 1000,
+    "embedding_size": 16,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_hidden_groups": 1,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+    "inner_group_num": 1,
+    "hidden_act": "gelu",
+    "max_position_embeddings": 64,
+}
+FAST = TrainSettings(epochs=2, batch_size=8, learning_rate=1e-3, dtype="float32", seed=1)
+
+
+def write_config(directory, **overrides):
+    path = directory / "albert_config.json"
+    path.write_text(json.dumps({**TINY, **overrides}))
+    return path
+
+
+def write_pairs(path, rows, seed):
+    rng = random.Random(seed)
+    good, bad = ["good", "great", "fine"], ["bad", "awful", "poor"]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("index\tsentence1\tsentence2\tlabel\n")
+        for i in range(rows):
+            label = rng.choice(["yes", "no"])
+            word = rng.choice(good if label == "yes" else bad)
+            long_tail = " and then some more words" * rng.randint(0, 2)
+            f.write(f"{i}\tThe film was {word}{long_tail}.\tIs it worth it?\t{label}\n")
+
+
+@pytest.fixture(scope="module")
+def classify_run(tmp_path_factory, fixtures_dir):
+    root = tmp_path_factory.mktemp("classify")
+    write_pairs(root / "train.tsv", 48, seed=0)
+    write_pairs(root / "dev.tsv", 12, seed=1)
+    result = finetune(
+        str(root / "train.tsv"),
+        str(root / "model"),
+        "random",
+        TaskSettings("classify", max_seq_length=20),
+        FAST,
+        eval_path=str(root / "dev.tsv"),
+        config=str(write_config(root)),
+        sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
+        log=lambda line: None,
+    )
+    return root, result
+
+
+def test_output_dir_holds_checkpoint_head_and_metadata(classify_run):
+    root, result = classify_run
+    model_dir = root / "model"
+    meta = json.loads((model_dir / "finetune.json").read_text())
+    assert meta["task"] == "classify"
+    assert meta["labels"] == ["no", "yes"]
+    assert meta["max_seq_length"] == 20
+    assert [h["epoch"] for h in meta["history"]] == [1, 2]
+    best = max(h["eval"]["accuracy"] for h in meta["history"])
+    assert meta["best_value"] == best
+    prefix = tf.train.latest_checkpoint(str(model_dir))
+    assert prefix.endswith(f"ckpt-{meta['best_epoch']}")
+    assert {"encoder", "task_head"} <= checkpoint_children(prefix)
+    assert (model_dir / "albert_config.json").is_file() and (model_dir / "spm.model").is_file()
+    assert meta["skipped"]["train"]["truncated to --max-seq-length"] > 0
+    assert list((model_dir / "logs").iterdir())
+
+
+def test_predict_and_serving_equal_in_memory(classify_run):
+    root, result = classify_run
+    dev = load_task_data(str(root / "dev.tsv"), result.settings, result.tokenizer)
+    expected_outputs = batched_outputs(result.model, dev.inputs, 64)
+    expected = decode(expected_outputs, dev, result.settings)
+
+    records, scores, _ = predict_file(load_finetuned(root / "model"), str(root / "dev.tsv"))
+    assert [r["label"] for r in records] == [r["label"] for r in expected]
+    np.testing.assert_allclose(
+        [list(r["probabilities"].values()) for r in records],
+        [list(r["probabilities"].values()) for r in expected],
+        atol=1e-6,
+    )
+    assert 0.0 <= scores["accuracy"] <= 1.0
+
+    out = root / "predictions.jsonl"
+    assert (
+        cli.main(
+            [
+                "predict",
+                "--model",
+                str(root / "model"),
+                "--input",
+                str(root / "dev.tsv"),
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["label"] for r in lines] == [r["label"] for r in expected]
+
+    serving = tf.saved_model.load(str(root / "model" / "serving")).signatures["serving_default"]
+    texts = [e.text_a for e in dev.examples]
+    pairs = [e.text_b for e in dev.examples]
+    got = serving(text=tf.constant(texts), text_pair=tf.constant(pairs))
+    np.testing.assert_allclose(got["logits"].numpy(), expected_outputs["logits"], atol=1e-5)
+    assert [x.decode() for x in got["label"].numpy()] == [r["label"] for r in expected]
+
+
+def run_cli(*argv):
+    return cli.main(["finetune", *map(str, argv)])
+
+
+def test_bad_input_one_line_exit_2(tmp_path, fixtures_dir, capsys):
+    spm = fixtures_dir / "tokenizer" / "spm.model"
+    config = write_config(tmp_path)
+    write_pairs(tmp_path / "train.tsv", 8, seed=0)
+    common = [
+        "--init",
+        "random",
+        "--config",
+        config,
+        "--sp-model",
+        spm,
+        "--dtype",
+        "float32",
+        "--max-seq-length",
+        32,
+    ]
+
+    def fails(*extra, match):
+        code = run_cli("--task", "classify", "--train", tmp_path / "train.tsv", *common, *extra)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2
+        assert len(err) == 1 and match in err[0], err
+        assert not (tmp_path / "out").exists()
+
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tyes\n1\tmissing fields\n")
+    fails("--eval", bad, "--output", tmp_path / "out", match=f"{bad}:3: expected at least 4 fields")
+    unseen = tmp_path / "unseen.tsv"
+    unseen.write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tmaybe\n")
+    fails(
+        "--eval",
+        unseen,
+        "--output",
+        tmp_path / "out",
+        match=f"{unseen}:2: label 'maybe' was not seen",
+    )
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("index\tsentence1\tsentence2\tlabel\n")
+    fails("--eval", empty, "--output", tmp_path / "out", match=f"{empty} holds no examples")
+    fails(
+        "--max-seq-length",
+        "128",
+        "--output",
+        tmp_path / "out",
+        match="exceeds the model's max_position_embeddings 64",
+    )
+    fails(
+        "--output", tmp_path / "out", "--learning-rate", "0", match="learning-rate must be positive"
+    )
