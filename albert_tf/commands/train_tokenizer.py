@@ -1,0 +1,61 @@
+"""`albert-tf train-tokenizer`: a SentencePiece vocabulary with ALBERT's recipe."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Train a SentencePiece vocabulary (ALBERT recipe) on text files; writes PREFIX.model/.vocab."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input",
+        action="append",
+        required=True,
+        metavar="GLOB",
+        help="text file or glob ('**' recursive, .gz ok), one sentence per line; repeatable",
+    )
+    parser.add_argument("--vocab-size", type=int, required=True, help="vocabulary size, e.g. 30000")
+    parser.add_argument(
+        "--output", required=True, metavar="PREFIX", help="writes PREFIX.model and PREFIX.vocab"
+    )
+    parser.add_argument(
+        "--no-lower-case",
+        dest="do_lower_case",
+        action="store_false",
+        help="keep case (cased model; pass the same to the tokenizer)",
+    )
+    parser.add_argument("--model-type", choices=("unigram", "bpe"), default="unigram")
+    parser.add_argument("--character-coverage", type=float, default=0.99995)
+    parser.add_argument(
+        "--input-sentence-size",
+        type=int,
+        default=10_000_000,
+        help="train on a shuffled sample of at most this many lines (0: all)",
+    )
+    parser.add_argument("--seed", type=int, default=12345, help="seed of the sampling")
+    parser.add_argument("--threads", type=int, default=None, help="trainer threads (default: all)")
+    parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    parser.add_argument("--verbose", action="store_true", help="show SentencePiece's training log")
+
+
+def run(args: argparse.Namespace) -> int:
+    from preprocess.spm_train import train_sentencepiece
+    from preprocess.tokenizer import AlbertTokenizer
+
+    model = train_sentencepiece(
+        args.input,
+        args.vocab_size,
+        args.output,
+        do_lower_case=args.do_lower_case,
+        model_type=args.model_type,
+        character_coverage=args.character_coverage,
+        input_sentence_size=args.input_sentence_size,
+        seed=args.seed,
+        num_threads=args.threads,
+        overwrite=args.overwrite,
+        verbose=args.verbose,
+    )
+    tok = AlbertTokenizer(model, do_lower_case=args.do_lower_case)
+    print(f"wrote {model} and {model.with_suffix('.vocab')} (vocab {tok.vocab_size})")
+    return 0
