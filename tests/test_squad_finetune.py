@@ -1,0 +1,176 @@
+"""SQuAD v2.0 end to end: train, predict (CLI), official EM/F1 and serving logits."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import cli
+from albert_tf.finetune import metrics
+from albert_tf.finetune.tasks import TaskSettings, load_task_data
+from albert_tf.finetune.trainer import TrainSettings, batched_outputs, finetune
+from preprocess.normalize import preprocess_text
+from tests.test_finetune import write_config
+
+FACTS = [
+    (
+        "Paris is the capital of France and its largest city.",
+        "What is the capital of France?",
+        "Paris",
+    ),
+    ("The Nile flows north through Egypt into the sea.", "Which way does the Nile flow?", "north"),
+    (
+        "Mount Everest is 8849 metres high, the highest on Earth.",
+        "How high is Everest?",
+        "8849 metres",
+    ),
+    (
+        "Marie Curie won two Nobel prizes for her work on radium.",
+        "How many prizes did Curie win?",
+        "two",
+    ),
+]
+FILLER = " ".join(f"Sentence {i} says nothing at all." for i in range(6))
+
+
+def squad_file(path, copies):
+    paragraphs = []
+    for n in range(copies):
+        for i, (fact, question, answer) in enumerate(FACTS):
+            context = f"{FILLER} {fact}" if i % 2 else fact
+            qas = [
+                {
+                    "id": f"{n}-{i}",
+                    "question": question,
+                    "is_impossible": False,
+                    "answers": [{"text": answer, "answer_start": context.index(answer)}],
+                },
+                {
+                    "id": f"{n}-{i}-none",
+                    "question": "Who painted the Mona Lisa?",
+                    "is_impossible": True,
+                    "answers": [],
+                    "plausible_answers": [{"text": answer, "answer_start": context.index(answer)}],
+                },
+            ]
+            paragraphs.append({"context": context, "qas": qas})
+    paragraphs[0]["qas"].append(
+        {
+            "id": "broken",
+            "question": "Where?",
+            "is_impossible": False,
+            "answers": [{"text": "Berlin", "answer_start": 0}],
+        }
+    )
+    path.write_text(
+        json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": paragraphs}]})
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def squad_run(tmp_path_factory, fixtures_dir):
+    root = tmp_path_factory.mktemp("squad")
+    logs = []
+    result = finetune(
+        str(squad_file(root / "train-v2.0.json", 4)),
+        str(root / "model"),
+        "random",
+        TaskSettings(
+            "squad", max_seq_length=40, doc_stride=12, max_query_length=12, n_best_size=40
+        ),
+        TrainSettings(epochs=3, batch_size=8, learning_rate=2e-3, dtype="float32", seed=3),
+        eval_path=str(squad_file(root / "dev-v2.0.json", 1)),
+        config=str(write_config(root)),
+        sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
+        log=logs.append,
+    )
+    return root, result, logs
+
+
+def test_train_reports_bad_answers_and_learns(squad_run):
+    root, result, logs = squad_run
+    assert f"{root / 'train-v2.0.json'}: 1 answers not in context" in logs
+    assert f"{root / 'train-v2.0.json'}: 1 questions without a usable answer" in logs
+    history = result.metadata["history"]
+    assert history[-1]["train_loss"] < history[0]["train_loss"]
+    assert result.settings.version_2_with_negative
+    assert set(history[0]["eval"]) >= {"exact", "f1", "HasAns_exact", "NoAns_exact"}
+
+
+def test_predict_cli_spans_and_official_scores(squad_run, capsys):
+    root, _, _ = squad_run
+    dev = root / "dev-v2.0.json"
+    out = root / "predictions.jsonl"
+    assert (
+        cli.main(
+            ["predict", "--model", str(root / "model"), "--input", str(dev), "--output", str(out)]
+        )
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert f"{dev}: 1 answers not in context" in err
+    reported = json.loads(err.strip().splitlines()[-1])["metrics"]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    document = json.loads(dev.read_text())
+    contexts = {
+        qa["id"]: p["context"] for p in document["data"][0]["paragraphs"] for qa in p["qas"]
+    }
+    assert sorted(r["id"] for r in records) == sorted(contexts)
+    for r in records:
+        if r["answer"]:
+            assert contexts[r["id"]][r["char_start"] : r["char_end"]] == r["answer"]
+    gold = {
+        qa["id"]: [a["text"] for a in qa["answers"]]
+        for p in document["data"][0]["paragraphs"]
+        for qa in p["qas"]
+    }
+    expected = metrics.squad_scores({r["id"]: r["answer"] for r in records}, gold)
+    assert reported == pytest.approx(expected)
+
+
+def test_serving_equals_in_memory(squad_run):
+    root, result, _ = squad_run
+    settings = TaskSettings(**{**vars(result.settings), "doc_stride": 128})
+    short = root / "short.json"
+    squad_file(short, 1)
+    data = load_task_data(str(short), settings, result.tokenizer)
+    one_window = [
+        i
+        for i, e in enumerate(data.examples)
+        if sum(f.example_index == i for f in data.squad_features) == 1
+    ]
+    rows = [
+        next(j for j, f in enumerate(data.squad_features) if f.example_index == i)
+        for i in one_window
+    ]
+    expected = batched_outputs(result.model, {k: v[rows] for k, v in data.inputs.items()}, 64)
+    serving = tf.saved_model.load(str(root / "model" / "serving")).signatures["serving_default"]
+    got = serving(
+        question=tf.constant([data.examples[i].question for i in one_window]),
+        context=tf.constant([data.examples[i].context for i in one_window]),
+    )
+    mask = data.inputs["input_mask"][rows] == 1
+    np.testing.assert_allclose(
+        got["start_logits"].numpy()[mask], expected["start_logits"][mask], atol=1e-4
+    )
+    np.testing.assert_allclose(
+        got["end_logits"].numpy()[mask], expected["end_logits"][mask], atol=1e-4
+    )
+    from albert_tf.finetune.tasks import TaskData, decode
+
+    subset = TaskData(
+        {k: v[rows] for k, v in data.inputs.items()},
+        None,
+        [data.examples[i] for i in one_window],
+        squad_features=[
+            type(data.squad_features[r])(**{**vars(data.squad_features[r]), "example_index": n})
+            for n, r in enumerate(rows)
+        ],
+    )
+    records = decode(expected, subset, settings)
+    answers = [a.decode() for a in got["answer"].numpy()]
+    assert answers == [preprocess_text(r["answer"]) for r in records]
