@@ -1,0 +1,89 @@
+"""`albert-tf pretrain`: MLM + SOP pretraining on create-pretraining-data shards."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Pretrain (or resume pretraining) an ALBERT on TFRecord shards (MLM + SOP, LAMB)."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data", required=True, help="glob(s) of training TFRecords, comma-separated"
+    )
+    parser.add_argument("--config", required=True, help="preset name or albert_config.json")
+    parser.add_argument(
+        "--output",
+        required=True,
+        help="run directory (a checkpoint dir); resumed if it holds this run",
+    )
+    parser.add_argument("--eval-data", help="glob(s) of held-out TFRecords")
+    parser.add_argument(
+        "--max-eval-examples", type=int, help="evaluate on at most this many held-out examples"
+    )
+    parser.add_argument("--init-checkpoint", help="checkpoint dir to continue pretraining from")
+    parser.add_argument("--sp-model", help="SentencePiece model, copied into the output")
+    parser.add_argument("--train-steps", type=int, required=True)
+    parser.add_argument("--batch-size", type=int, required=True, help="global batch size")
+    parser.add_argument("--learning-rate", type=float, default=0.00176)
+    parser.add_argument("--warmup-steps", type=int, default=0)
+    parser.add_argument("--save-every", type=int, default=1000, help="checkpoint interval (steps)")
+    parser.add_argument("--keep", type=int, default=3, help="checkpoints to keep")
+    parser.add_argument("--eval-every", type=int, default=1000, help="evaluation interval (steps)")
+    parser.add_argument("--log-every", type=int, default=100, help="summary interval (steps)")
+    parser.add_argument(
+        "--strategy", default="default", choices=("default", "mirrored", "multi_worker", "tpu")
+    )
+    parser.add_argument("--tpu", help="TPU name or grpc:// address (with --strategy tpu)")
+    parser.add_argument(
+        "--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16")
+    )
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument(
+        "--minutes", type=float, help="stop after this much wall time (saving a checkpoint)"
+    )
+    parser.add_argument(
+        "--deterministic", action="store_true", help="deterministic TF ops (exactly reproducible)"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from albert_tf.pretraining.trainer import pretrain
+
+    result = pretrain(
+        args.data,
+        args.config,
+        args.output,
+        train_steps=args.train_steps,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        warmup_steps=args.warmup_steps,
+        eval_data=args.eval_data,
+        init_checkpoint=args.init_checkpoint,
+        sp_model=args.sp_model,
+        save_every=args.save_every,
+        keep=args.keep,
+        eval_every=args.eval_every,
+        log_every=args.log_every,
+        max_eval_examples=args.max_eval_examples,
+        strategy=args.strategy,
+        tpu=args.tpu,
+        dtype=args.dtype,
+        seed=args.seed,
+        max_minutes=args.minutes,
+        overwrite=args.overwrite,
+        deterministic=args.deterministic,
+        progress=not args.quiet,
+    )
+    status = "stopped (time limit)" if result.stopped_early else "done"
+    print(f"{status}: step {result.step}, {result.seconds:.0f} s, dtype {result.dtype}")
+    if result.eval_history:
+        final = result.eval_history[-1]
+        print(
+            f"held-out: mlm_accuracy {final['mlm_accuracy']:.4f}, "
+            f"sop_accuracy {final['sop_accuracy']:.4f}, loss {final['loss']:.4f}"
+        )
+    print(f"checkpoints: {result.output_dir}")
+    return 0

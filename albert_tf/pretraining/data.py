@@ -1,0 +1,271 @@
+"""Input pipeline for pretraining: the original ALBERT TFRecord features as model batches.
+
+Shards hold `tf.train.Example`s with the features in FEATURES (int64 except the float
+`masked_lm_weights`). `inspect_data` validates them against the model config (and the metadata
+JSON written beside them by create-pretraining-data) before anything else happens, so a wrong
+file fails with one DataError instead of deep inside a tf.data op.
+
+The training stream is deterministic for a given seed: files in sorted order through a seeded
+shuffle buffer, reshuffled each epoch, repeated forever (with a buffer at least as large as
+the data, every epoch is a permutation of all records). Resuming after `n` steps skips the first
+`n * global_batch_size` raw records, so a resumed run sees exactly the batches the uninterrupted
+run would have seen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import DataError
+
+# Feature name -> (dtype, length key): "seq" features have max_seq_length values, "pred" ones
+# max_predictions_per_seq, "one" a single value.
+FEATURES = {
+    "input_ids": (tf.int64, "seq"),
+    "input_mask": (tf.int64, "seq"),
+    "segment_ids": (tf.int64, "seq"),
+    "masked_lm_positions": (tf.int64, "pred"),
+    "masked_lm_ids": (tf.int64, "pred"),
+    "masked_lm_weights": (tf.float32, "pred"),
+    "next_sentence_labels": (tf.int64, "one"),
+}
+
+# Keys of a batch as the trainer sees it: the model's inputs plus the labels.
+MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
+LABELS = ("masked_lm_ids", "masked_lm_weights", "sentence_order_label", "example_weight")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSpec:
+    """Validated pretraining shards: sorted file list and the per-example shapes."""
+
+    files: tuple[str, ...]
+    max_seq_length: int
+    max_predictions_per_seq: int
+    num_instances: int | None = None  # from the metadata JSON, when there is one
+
+
+def list_files(patterns: str | list[str]) -> list[str]:
+    """Sorted, de-duplicated files matching comma-separated globs; DataError if none match."""
+    if isinstance(patterns, str):
+        patterns = [p for p in patterns.split(",") if p.strip()]
+    files: set[str] = set()
+    for pattern in patterns:
+        pattern = pattern.strip()
+        if tf.io.gfile.isdir(pattern):
+            pattern = str(Path(pattern) / "*.tfrecord")
+        files.update(f for f in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(f))
+    if not files:
+        raise DataError(f"no files match {','.join(patterns)!r}")
+    return sorted(files)
+
+
+def _first_example(path: str) -> tf.train.Example:
+    try:
+        for record in tf.data.TFRecordDataset(path).take(1):
+            return tf.train.Example.FromString(record.numpy())
+    except (tf.errors.OpError, ValueError) as e:
+        message = getattr(e, "message", str(e)).splitlines()[0]
+        raise DataError(f"{path} is not a readable TFRecord file: {message}") from None
+    raise DataError(f"{path} holds no records")
+
+
+def _example_shapes(path: str) -> tuple[int, int]:
+    features = _first_example(path).features.feature
+    missing = [name for name in FEATURES if name not in features]
+    if missing:
+        raise DataError(
+            f"{path} is not pretraining data: missing feature(s) {', '.join(missing)} "
+            "(write it with `albert-tf create-pretraining-data`)"
+        )
+    lengths = {}
+    for name, (dtype, kind) in FEATURES.items():
+        feature = features[name]
+        values = feature.float_list.value if dtype == tf.float32 else feature.int64_list.value
+        lengths.setdefault(kind, {})[name] = len(values)
+    for kind, by_name in lengths.items():
+        if len(set(by_name.values())) != 1 or (kind == "one" and set(by_name.values()) != {1}):
+            raise DataError(f"{path}: features have inconsistent lengths {by_name}")
+    return next(iter(lengths["seq"].values())), next(iter(lengths["pred"].values()))
+
+
+def find_metadata(files: list[str]) -> dict | None:
+    """The metadata JSON beside the shards (any *.json there with a "max_seq_length"), or None."""
+    for directory in sorted({str(Path(f).parent) for f in files}):
+        for candidate in sorted(tf.io.gfile.glob(str(Path(directory) / "*.json"))):
+            try:
+                values = json.loads(tf.io.gfile.GFile(candidate).read())
+            except (ValueError, tf.errors.OpError):
+                continue
+            if isinstance(values, dict) and "max_seq_length" in values:
+                return values
+    return None
+
+
+def inspect_data(patterns: str | list[str], config: AlbertConfig) -> DataSpec:
+    """Validates pretraining shards against `config`; returns their DataSpec.
+
+    Checks: some file matches; every file's first record has all FEATURES with consistent
+    lengths; all files agree; the metadata JSON (if any) agrees with the records and with
+    `config.vocab_size`; max_seq_length <= config.max_position_embeddings.
+    """
+    files = list_files(patterns)
+    shapes = {f: _example_shapes(f) for f in files}
+    distinct = sorted(set(shapes.values()))
+    if len(distinct) != 1:
+        raise DataError(
+            "shards disagree on (max_seq_length, max_predictions_per_seq): "
+            + ", ".join(f"{Path(f).name}={s}" for f, s in list(shapes.items())[:4])
+        )
+    seq_length, predictions = distinct[0]
+    metadata = find_metadata(files) or {}
+    for key, value in (("max_seq_length", seq_length), ("max_predictions_per_seq", predictions)):
+        if key in metadata and int(metadata[key]) != value:
+            raise DataError(
+                f"metadata says {key}={metadata[key]} but the records have {value} ({files[0]})"
+            )
+    if "vocab_size" in metadata and int(metadata["vocab_size"]) != config.vocab_size:
+        raise DataError(
+            f"the data was tokenized with a vocabulary of {metadata['vocab_size']} but the "
+            f"config has vocab_size {config.vocab_size}"
+        )
+    if seq_length > config.max_position_embeddings:
+        raise DataError(
+            f"the data has max_seq_length {seq_length} but the config has only "
+            f"{config.max_position_embeddings} position embeddings"
+        )
+    num_instances = metadata.get("num_instances")
+    return DataSpec(
+        files=tuple(files),
+        max_seq_length=seq_length,
+        max_predictions_per_seq=predictions,
+        num_instances=int(num_instances) if num_instances is not None else None,
+    )
+
+
+def _feature_spec(spec: DataSpec) -> dict[str, tf.io.FixedLenFeature]:
+    length = {"seq": [spec.max_seq_length], "pred": [spec.max_predictions_per_seq], "one": [1]}
+    return {
+        name: tf.io.FixedLenFeature(length[kind], dtype) for name, (dtype, kind) in FEATURES.items()
+    }
+
+
+def parse_batch(serialized: tf.Tensor, spec: DataSpec) -> dict[str, tf.Tensor]:
+    """Parses a [B] string tensor of Examples into a model batch.
+
+    Returns int32 [B, S] input_word_ids, input_mask, input_type_ids; int32 [B, P]
+    masked_lm_positions, masked_lm_ids; float32 [B, P] masked_lm_weights; int32 [B]
+    sentence_order_label; float32 [B] example_weight (all ones; zero marks eval padding).
+    """
+    parsed = tf.io.parse_example(serialized, _feature_spec(spec))
+    ints = {k: tf.cast(v, tf.int32) for k, v in parsed.items() if v.dtype == tf.int64}
+    return {
+        "input_word_ids": ints["input_ids"],
+        "input_mask": ints["input_mask"],
+        "input_type_ids": ints["segment_ids"],
+        "masked_lm_positions": ints["masked_lm_positions"],
+        "masked_lm_ids": ints["masked_lm_ids"],
+        "masked_lm_weights": parsed["masked_lm_weights"],
+        "sentence_order_label": tf.squeeze(ints["next_sentence_labels"], axis=1),  # [B]
+        "example_weight": tf.ones_like(parsed["masked_lm_weights"][:, 0]),
+    }
+
+
+def _records(spec: DataSpec) -> tf.data.Dataset:
+    return tf.data.TFRecordDataset(list(spec.files), num_parallel_reads=None)
+
+
+def _shard_global_batches(
+    dataset: tf.data.Dataset, replicas_per_pipeline: int, num_pipelines: int, pipeline_id: int
+) -> tf.data.Dataset:
+    """Keeps this input pipeline's per-replica batches of every global batch.
+
+    `dataset` yields per-replica batches; consecutive groups of
+    `num_pipelines * replicas_per_pipeline` of them form one global batch. Pipeline i keeps
+    members [i * R, (i + 1) * R) of each group, in order, so the replicas of all workers together
+    see exactly the global batch a single device would.
+    """
+    group = num_pipelines * replicas_per_pipeline
+    if group == 1:
+        return dataset
+    start = pipeline_id * replicas_per_pipeline
+    return (
+        dataset.batch(group, drop_remainder=True)
+        .map(
+            lambda batch: tf.nest.map_structure(
+                lambda t: t[start : start + replicas_per_pipeline], batch
+            )
+        )
+        .unbatch()
+    )
+
+
+def train_dataset(
+    spec: DataSpec,
+    global_batch_size: int,
+    seed: int,
+    skip_steps: int = 0,
+    num_replicas: int = 1,
+    num_pipelines: int = 1,
+    pipeline_id: int = 0,
+    shuffle_buffer: int = 10_000,
+) -> tf.data.Dataset:
+    """An endless stream of per-replica training batches (see parse_batch for the keys).
+
+    Deterministic for a given `seed`; `skip_steps` global batches are skipped (resume). The
+    global batch is split into `num_replicas` per-replica batches, of which this pipeline (one of
+    `num_pipelines`, holding num_replicas / num_pipelines replicas) yields its share.
+    """
+    if global_batch_size % num_replicas:
+        raise DataError(
+            f"batch size {global_batch_size} is not divisible by the {num_replicas} replicas"
+        )
+    per_replica = global_batch_size // num_replicas
+    records = (
+        _records(spec)
+        .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        .repeat()
+        .skip(skip_steps * global_batch_size)
+    )
+    batches = records.batch(per_replica, drop_remainder=True)
+    batches = _shard_global_batches(
+        batches, num_replicas // num_pipelines, num_pipelines, pipeline_id
+    )
+    return batches.map(lambda s: parse_batch(s, spec)).prefetch(tf.data.AUTOTUNE)
+
+
+def eval_dataset(
+    spec: DataSpec,
+    global_batch_size: int,
+    num_replicas: int = 1,
+    num_pipelines: int = 1,
+    pipeline_id: int = 0,
+    max_examples: int | None = None,
+) -> tf.data.Dataset:
+    """One pass over the eval shards in file order, as per-replica batches.
+
+    The last global batch is filled with padding examples (example_weight 0, masked_lm_weights
+    0), so every replica gets a full, static-shape batch and metrics stay exact.
+    """
+    if global_batch_size % num_replicas:
+        raise DataError(
+            f"batch size {global_batch_size} is not divisible by the {num_replicas} replicas"
+        )
+    per_replica = global_batch_size // num_replicas
+    records = _records(spec)
+    if max_examples is not None:
+        records = records.take(max_examples)
+    parsed = records.batch(1024).map(lambda s: parse_batch(s, spec)).unbatch()
+    padding = parsed.take(1).map(lambda ex: tf.nest.map_structure(tf.zeros_like, ex)).repeat()
+    filled = parsed.concatenate(padding.take(global_batch_size - 1))
+    batches = filled.batch(global_batch_size, drop_remainder=True)
+    batches = batches.unbatch().batch(per_replica, drop_remainder=True)
+    batches = _shard_global_batches(
+        batches, num_replicas // num_pipelines, num_pipelines, pipeline_id
+    )
+    return batches.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,88 @@
+"""LAMB with linear warmup and linear decay, built by tf-models-official's OptimizerFactory.
+
+Why no TF_USE_LEGACY_KERAS: tf-models-official 2.20 imports `tf_keras` explicitly everywhere in
+`official.modeling.optimization` (never `tf.keras`, which is Keras 3 in TF 2.20), and its LAMB is
+a `tf_keras.optimizers.legacy.Optimizer`. Our models are tf_keras models, so the optimizer and
+the variables it updates come from the same Keras whatever that variable says; the legacy
+optimizer also aggregates gradients across replicas inside `apply_gradients` and clips them by
+global norm AFTER that aggregation, which is what a distributed custom loop needs.
+"""
+
+from __future__ import annotations
+
+from official.modeling.optimization import optimizer_factory
+from official.modeling.optimization.configs import optimization_config
+
+from albert_tf.errors import ConfigError
+
+WEIGHT_DECAY_RATE = 0.01
+EXCLUDE_FROM_WEIGHT_DECAY = ["LayerNorm", "layer_norm", "bias"]
+CLIP_NORM = 1.0
+
+
+def optimization_settings(
+    learning_rate: float, train_steps: int, warmup_steps: int
+) -> optimization_config.OptimizationConfig:
+    """The original ALBERT recipe as a tf-models-official OptimizationConfig.
+
+    LAMB (beta 0.9/0.999, eps 1e-6, weight decay 0.01 except LayerNorm and biases, global-norm
+    clipping 1.0); learning rate: polynomial (power 1) decay from `learning_rate` to 0 over
+    `train_steps`, overridden during the first `warmup_steps` by a linear ramp from 0 (to the
+    decayed rate at `warmup_steps`: tf-models-official's LinearWarmup, continuous where the
+    original ramped to the peak and then jumped down).
+    """
+    if learning_rate <= 0:
+        raise ConfigError(f"learning rate must be positive, got {learning_rate}")
+    if train_steps <= 0:
+        raise ConfigError(f"train steps must be positive, got {train_steps}")
+    if not 0 <= warmup_steps <= train_steps:
+        raise ConfigError(f"warmup steps must be in [0, {train_steps}], got {warmup_steps}")
+    settings = {
+        "optimizer": {
+            "type": "lamb",
+            "lamb": {
+                "weight_decay_rate": WEIGHT_DECAY_RATE,
+                "exclude_from_weight_decay": EXCLUDE_FROM_WEIGHT_DECAY,
+                "global_clipnorm": CLIP_NORM,
+            },
+        },
+        "learning_rate": {
+            "type": "polynomial",
+            "polynomial": {
+                "initial_learning_rate": learning_rate,
+                "decay_steps": train_steps,
+                "end_learning_rate": 0.0,
+                "power": 1.0,
+            },
+        },
+    }
+    if warmup_steps:
+        settings["warmup"] = {"type": "linear", "linear": {"warmup_steps": warmup_steps}}
+    return optimization_config.OptimizationConfig(settings)
+
+
+def build_optimizer(
+    learning_rate: float, train_steps: int, warmup_steps: int, dtype: str = "float32"
+):
+    """A LAMB optimizer (tf_keras legacy) with its schedule; float16 wraps it in loss scaling.
+
+    Create it inside the distribution strategy's scope.
+    """
+    import tf_keras as keras
+
+    factory = optimizer_factory.OptimizerFactory(
+        optimization_settings(learning_rate, train_steps, warmup_steps)
+    )
+    optimizer = factory.build_optimizer(factory.build_learning_rate())
+    if dtype == "float16":
+        optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def current_learning_rate(optimizer) -> float:
+    """The learning rate the optimizer will apply at its next step."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    schedule = inner.learning_rate
+    if callable(schedule):
+        return float(schedule(inner.iterations))
+    return float(schedule)
