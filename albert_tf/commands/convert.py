@@ -1,0 +1,45 @@
+"""`albert-tf convert`: an original TF1 or Hugging Face ALBERT checkpoint -> our checkpoint dir."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Convert a TF1 (google-research/albert) or Hugging Face ALBERT checkpoint."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--tf1-checkpoint", metavar="CKPT", help="TF1 checkpoint prefix (model.ckpt) or directory"
+    )
+    source.add_argument(
+        "--hf-checkpoint",
+        metavar="DIR",
+        help="Hugging Face directory with config.json and model.safetensors",
+    )
+    parser.add_argument(
+        "--config", metavar="JSON", help="albert_config.json (required with --tf1-checkpoint)"
+    )
+    parser.add_argument("--output", required=True, metavar="DIR", help="checkpoint dir to write")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from albert_tf.errors import ConfigError
+    from albert_tf.io_utils import check_output_path
+
+    check_output_path(args.output, args.overwrite)
+    if args.tf1_checkpoint:
+        if not args.config:
+            raise ConfigError("--tf1-checkpoint needs --config albert_config.json")
+        from albert_tf.convert.tf1 import convert_tf1_checkpoint
+
+        path = convert_tf1_checkpoint(args.tf1_checkpoint, args.config, args.output, args.overwrite)
+    else:
+        if args.config:
+            raise ConfigError("--config is read from the Hugging Face directory's config.json")
+        from albert_tf.convert.hf import convert_hf_checkpoint
+
+        path = convert_hf_checkpoint(args.hf_checkpoint, args.output, args.overwrite)
+    print(f"wrote {path}")
+    return 0

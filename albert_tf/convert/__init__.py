@@ -1,0 +1,1 @@
+"""Converters from the original TF1 and Hugging Face ALBERT checkpoints to our checkpoint dir."""

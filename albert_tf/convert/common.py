@@ -1,0 +1,79 @@
+"""What both converters share: target variables by name, checked assignment, writing the dir."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.checkpoint import save_checkpoint_dir
+from albert_tf.config import AlbertConfig
+from albert_tf.encoder import AlbertEncoder
+from albert_tf.errors import CheckpointError
+from albert_tf.heads import MaskedLMHead, SentenceOrderHead
+
+
+@dataclass
+class ConvertedModel:
+    """A model filled from a foreign checkpoint; heads are None when the source had none."""
+
+    config: AlbertConfig
+    encoder: AlbertEncoder
+    mlm_head: MaskedLMHead | None
+    sop_head: SentenceOrderHead | None
+
+    def save(self, output_dir: str | os.PathLike, overwrite: bool = False) -> Path:
+        """Writes our checkpoint directory (atomic)."""
+        return save_checkpoint_dir(
+            output_dir, self.config, self.encoder, self.mlm_head, self.sop_head, overwrite=overwrite
+        )
+
+
+def build_model(config: AlbertConfig, with_mlm: bool, with_sop: bool) -> ConvertedModel:
+    """A fresh encoder (and heads) whose variables carry the original-scope names."""
+    if config.shared_params != "all":
+        raise CheckpointError(
+            f"shared_params={config.shared_params!r}: released checkpoints share all block "
+            "weights within a group; use shared_params='all'"
+        )
+    encoder = AlbertEncoder(config)
+    mlm = MaskedLMHead(config, encoder.get_embedding_table()) if with_mlm else None
+    sop = SentenceOrderHead(config) if with_sop else None
+    return ConvertedModel(config, encoder, mlm, sop)
+
+
+def variables_by_name(model: ConvertedModel) -> dict[str, tf.Variable]:
+    """Every variable of the model, keyed by its name without `:0`
+    (`encoder/transformer/group_0/inner_group_0/LayerNorm/gamma`, `cls/predictions/output_bias`)."""
+    layers = [model.encoder, model.mlm_head, model.sop_head]
+    variables = [v for layer in layers if layer is not None for v in layer.variables]
+    return {v.name.removesuffix(":0"): v for v in variables}
+
+
+def assign_checked(
+    targets: Mapping[str, tf.Variable], values: Mapping[str, tuple[str, np.ndarray]], source: str
+) -> None:
+    """Assigns `values[target] = (source variable name, array)` to every target variable.
+
+    Raises CheckpointError naming the variable if a target has no value, a value has no target,
+    or shapes disagree (both shapes given).
+    """
+    unknown = sorted(set(values) - set(targets))
+    if unknown:
+        names = ", ".join(values[name][0] for name in unknown)
+        raise CheckpointError(f"{source}: variables with no place in the model: {names}")
+    missing = sorted(set(targets) - set(values))
+    if missing:
+        raise CheckpointError(f"{source}: missing variable(s) for {', '.join(missing)}")
+    for name, variable in targets.items():
+        source_name, array = values[name]
+        if tuple(array.shape) != tuple(variable.shape):
+            raise CheckpointError(
+                f"{source}: variable {source_name} has shape {list(array.shape)} but the config "
+                f"needs {list(variable.shape)} for {name}"
+            )
+        variable.assign(array.astype(variable.dtype.as_numpy_dtype))

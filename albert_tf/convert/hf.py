@@ -1,0 +1,213 @@
+"""Hugging Face ALBERT (`config.json` + `model.safetensors`) -> our model, without torch.
+
+Handles the `AlbertModel` (keys with or without the `albert.` prefix), `AlbertForMaskedLM`
+(`predictions.*`, no pooler) and `AlbertForPreTraining` (`predictions.*`,
+`sop_classifier.classifier.*`) layouts. HF blocks live at
+`albert_layer_groups.G.albert_layers.I`, like our `group_G/inner_group_I`; HF linear weights
+are [out, in] and are transposed into our [in, out] kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from albert_tf.config import AlbertConfig
+from albert_tf.convert.common import ConvertedModel, assign_checked, build_model, variables_by_name
+from albert_tf.errors import CheckpointError, ConfigError
+
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+
+# HF `hidden_act` -> ours. HF "gelu" is the exact erf GELU; "gelu_new" is ALBERT's tanh GELU.
+HF_ACTIVATIONS = {
+    "gelu": "gelu_exact",
+    "gelu_python": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "relu": "relu",
+    "swish": "swish",
+    "silu": "swish",
+}
+HF_CONFIG_KEYS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_hidden_groups",
+    "num_attention_heads",
+    "intermediate_size",
+    "inner_group_num",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+)
+
+_BLOCK = "encoder/transformer/group_{0}/inner_group_{1}/"
+# (HF key pattern after removing `albert.`, our name, transpose).
+TABLE = (
+    (
+        r"embeddings\.(word|position|token_type)_embeddings\.weight",
+        "encoder/embeddings/{}_embeddings",
+        False,
+    ),
+    (r"embeddings\.LayerNorm\.weight", "encoder/embeddings/LayerNorm/gamma", False),
+    (r"embeddings\.LayerNorm\.bias", "encoder/embeddings/LayerNorm/beta", False),
+    (
+        r"encoder\.embedding_hidden_mapping_in\.weight",
+        "encoder/embedding_hidden_mapping_in/kernel",
+        True,
+    ),
+    (
+        r"encoder\.embedding_hidden_mapping_in\.bias",
+        "encoder/embedding_hidden_mapping_in/bias",
+        False,
+    ),
+    (r"pooler\.weight", "encoder/pooler/dense/kernel", True),
+    (r"pooler\.bias", "encoder/pooler/dense/bias", False),
+    (r"predictions\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
+    (r"predictions\.dense\.bias", "cls/predictions/transform/dense/bias", False),
+    (r"predictions\.LayerNorm\.weight", "cls/predictions/transform/LayerNorm/gamma", False),
+    (r"predictions\.LayerNorm\.bias", "cls/predictions/transform/LayerNorm/beta", False),
+    (r"predictions\.bias", "cls/predictions/output_bias", False),
+    (r"sop_classifier\.classifier\.weight", "cls/seq_relationship/output_weights", False),
+    (r"sop_classifier\.classifier\.bias", "cls/seq_relationship/output_bias", False),
+)
+_LAYER = r"encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\."
+BLOCK_TABLE = (
+    (r"attention\.(query|key|value)\.weight", "attention_1/self/{}/kernel", True),
+    (r"attention\.(query|key|value)\.bias", "attention_1/self/{}/bias", False),
+    (r"attention\.dense\.weight", "attention_1/output/dense/kernel", True),
+    (r"attention\.dense\.bias", "attention_1/output/dense/bias", False),
+    (r"attention\.LayerNorm\.weight", "LayerNorm/gamma", False),
+    (r"attention\.LayerNorm\.bias", "LayerNorm/beta", False),
+    (r"ffn\.weight", "ffn_1/intermediate/dense/kernel", True),
+    (r"ffn\.bias", "ffn_1/intermediate/dense/bias", False),
+    (r"ffn_output\.weight", "ffn_1/intermediate/output/dense/kernel", True),
+    (r"ffn_output\.bias", "ffn_1/intermediate/output/dense/bias", False),
+    (r"full_layer_layer_norm\.weight", "LayerNorm_1/gamma", False),
+    (r"full_layer_layer_norm\.bias", "LayerNorm_1/beta", False),
+)
+# Buffers and tied copies: the position-id buffer, and the MLM decoder (tied to the word
+# embeddings and to `predictions.bias`; checked equal before being ignored).
+IGNORED = re.compile(r"embeddings\.position_ids$|^predictions\.decoder\.(weight|bias)$")
+
+
+def target_of(key: str) -> tuple[str, bool] | None:
+    """(our variable name, transpose?) for an HF key without `albert.`; None if unknown."""
+    for pattern, name, transpose in TABLE:
+        match = re.fullmatch(pattern, key)
+        if match:
+            return name.format(*match.groups()), transpose
+    layer = re.match(_LAYER, key)
+    if layer:
+        rest = key[layer.end() :]
+        for pattern, name, transpose in BLOCK_TABLE:
+            match = re.fullmatch(pattern, rest)
+            if match:
+                return _BLOCK.format(*layer.groups()) + name.format(*match.groups()), transpose
+    return None
+
+
+def config_from_hf(values: dict) -> AlbertConfig:
+    """Our config from an HF `config.json` dict; ConfigError for what we cannot represent."""
+    act = values.get("hidden_act", "gelu_new")
+    if act not in HF_ACTIVATIONS:
+        raise ConfigError(f"HF hidden_act {act!r} is not supported ({', '.join(HF_ACTIVATIONS)})")
+    if values.get("layer_norm_eps", 1e-12) != 1e-12:
+        raise ConfigError(f"layer_norm_eps {values['layer_norm_eps']} is not ALBERT's 1e-12")
+    if values.get("position_embedding_type", "absolute") != "absolute":
+        raise ConfigError("only absolute position embeddings are supported")
+    config = AlbertConfig.from_dict(
+        {k: values[k] for k in HF_CONFIG_KEYS if k in values} | {"hidden_act": HF_ACTIVATIONS[act]}
+    )
+    layers, groups = config.num_hidden_layers, config.num_hidden_groups
+    # HF computes a layer's group as int(i / (L / G)); the original as int(i / L * G).
+    if any(int(i / (layers / groups)) != config.group_of_layer(i) for i in range(layers)):
+        raise ConfigError(
+            f"HF and the original assign layers to groups differently for {layers} "
+            f"layers in {groups} groups; this model cannot be reproduced"
+        )
+    return config
+
+
+def read_hf_dir(path: str | os.PathLike) -> tuple[AlbertConfig, dict[str, np.ndarray]]:
+    """The config and tensors (keys without `albert.`) of an HF ALBERT directory."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    path = Path(path)
+    if not (path / CONFIG_FILE).is_file():
+        raise CheckpointError(f"{path} has no {CONFIG_FILE}")
+    if not (path / WEIGHTS_FILE).is_file():
+        raise CheckpointError(f"{path} has no {WEIGHTS_FILE} (only safetensors weights are read)")
+    try:
+        values = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"cannot read {path / CONFIG_FILE}: {e}") from None
+    if values.get("model_type", "albert") != "albert":
+        raise ConfigError(f"{path} holds a {values['model_type']!r} model, not ALBERT")
+    try:
+        tensors = load_file(str(path / WEIGHTS_FILE))
+    except (SafetensorError, OSError) as e:
+        raise CheckpointError(f"cannot read {path / WEIGHTS_FILE}: {e}") from None
+    return config_from_hf(values), {k.removeprefix("albert."): v for k, v in tensors.items()}
+
+
+def _check_tied(tensors: dict[str, np.ndarray]) -> None:
+    for tied, owner in (
+        ("predictions.decoder.weight", "embeddings.word_embeddings.weight"),
+        ("predictions.decoder.bias", "predictions.bias"),
+    ):
+        if (
+            tied in tensors
+            and owner in tensors
+            and not np.array_equal(tensors[tied], tensors[owner])
+        ):
+            raise CheckpointError(f"{tied} differs from {owner}: untied decoders are not supported")
+
+
+def load_hf_checkpoint(path: str | os.PathLike) -> ConvertedModel:
+    """Builds our encoder (and the heads present) filled from an HF ALBERT directory.
+
+    An `AlbertForMaskedLM` has no pooler: ours keeps its random initialization (a warning is
+    printed), so `pooled_output` is meaningless until fine-tuned.
+    """
+    config, tensors = read_hf_dir(path)
+    _check_tied(tensors)
+    values = {}
+    for key, array in tensors.items():
+        if IGNORED.search(key):
+            continue
+        target = target_of(key)
+        if target is None:
+            raise CheckpointError(f"{path}: unexpected variable {key}")
+        name, transpose = target
+        values[name] = (key, array.T if transpose else array)
+    model = build_model(
+        config,
+        with_mlm=any(k.startswith("predictions.") for k in tensors),
+        with_sop=any(k.startswith("sop_classifier.") for k in tensors),
+    )
+    targets = variables_by_name(model)
+    if not any(name.startswith("encoder/pooler/") for name in values):
+        print(
+            f"warning: {path} has no pooler; pooled_output is randomly initialized", file=sys.stderr
+        )
+        targets = {k: v for k, v in targets.items() if not k.startswith("encoder/pooler/")}
+    assign_checked(targets, values, source=str(path))
+    return model
+
+
+def convert_hf_checkpoint(
+    path: str | os.PathLike, output_dir: str | os.PathLike, overwrite: bool = False
+) -> Path:
+    """`albert-tf convert --hf-checkpoint`: writes our checkpoint directory (atomic)."""
+    return load_hf_checkpoint(path).save(output_dir, overwrite=overwrite)
