@@ -20,8 +20,8 @@ KINDS = ("checkpoint", "tf1", "hub", "random")
 
 @dataclass
 class Source:
-    """An encoder to fine-tune. `config` is None for TF-Hub encoders (their SavedModel is the
-    architecture); `hub_path` is set only for them."""
+    """An encoder to fine-tune. For TF-Hub encoders `config` comes from the SavedModel's
+    `albert_config.json` asset (None without one) and `hub_path` is set."""
 
     kind: str
     encoder: Any
@@ -94,7 +94,9 @@ def load_source(
             layer = hub.KerasLayer(str(path), trainable=True, name="encoder")
         except (OSError, ValueError) as e:
             raise CheckpointError(f"cannot load TF-Hub encoder {path}: {e}") from None
-        return Source("hub", layer, None, sp_path or hub_sp_model(path), hub_path=path)
+        config_asset = path / "assets" / "albert_config.json"
+        hub_config = AlbertConfig.from_json_file(config_asset) if config_asset.is_file() else None
+        return Source("hub", layer, hub_config, sp_path or hub_sp_model(path), hub_path=path)
     if path.is_dir() and (path / "albert_config.json").is_file():
         import tensorflow as tf
 
@@ -114,10 +116,10 @@ def load_source(
     config_path = config or Path(prefix).parent / "albert_config.json"
     if not Path(config_path).is_file() and str(config_path) not in _presets():
         raise ConfigError(f"TF1 checkpoint {prefix} needs --config (its albert_config.json)")
-    from albert_tf.convert.tf1 import load_tf1_encoder
+    from albert_tf.convert.tf1 import load_tf1_checkpoint
 
     resolved = resolve_config(config_path)
-    return Source("tf1", load_tf1_encoder(prefix, resolved), resolved, sp_path)
+    return Source("tf1", load_tf1_checkpoint(prefix, resolved).encoder, resolved, sp_path)
 
 
 def _presets() -> tuple[str, ...]:
