@@ -11,9 +11,8 @@ How n-grams are placed differs from the original on purpose. The original walks 
 in random order and shrinks or skips an n-gram that overlaps an earlier one or overflows the
 budget, so the n-grams it actually masks are shorter than p(n) says (about 65/24/11% instead of
 55/27/18% at 64 tokens). Here each drawn n is kept: its n-gram is placed uniformly among the
-starts where it fits without overlap and within `max_predictions_per_seq`; drawing stops once the
-count reaches the budget minus the expected overshoot of the last n-gram, so the mean masked
-count is close to the budget. Whether another n-gram is drawn depends only on the ones before
+starts where it fits without overlap and within `max_predictions_per_seq` pieces; drawing stops once the count reaches the budget minus the expected overshoot of the last
+n-gram (after at least one n-gram), so the mean masked count is close to the budget. Whether another n-gram is drawn depends only on the ones before
 it, hence the lengths of masked n-grams follow p(n). Only if an instance's first n-gram fits
 nowhere (a very short instance) is n shrunk, so every instance gets at least one prediction.
 """
@@ -99,15 +98,18 @@ class NgramMasker:
             np.flatnonzero(starts), len(maskable)
         )  # word w: [bounds[w], bounds[w+1])
         num_words = len(bounds) - 1
-        pieces_per_word = len(maskable) / num_words
-        stop_at = budget - self._size_biased_n * pieces_per_word / 2
+        sizes = np.diff(bounds)
+        mean, var = sizes.mean(), sizes.var()
+        # Pieces X of an n-gram: E[X] = E[n] mean, E[X^2] = E[n] var + E[n^2] mean^2; the
+        # expected overshoot past a threshold is about E[X^2] / (2 E[X]).
+        stop_at = budget - (var / mean + self._size_biased_n * mean) / 2
         covered = np.zeros(num_words + 1, np.int32)  # cumulative count of covered words
         count = 0
         ngram_lengths: list[int] = []
         # Each round masks at least one piece or ends the loop: budget + 1 draws always suffice.
         drawn = (np.searchsorted(self.ngram_cdf, rng.random(budget + 1), side="right") + 1).tolist()
         for n in drawn:
-            if count >= stop_at:
+            if ngram_lengths and count >= stop_at:
                 break
             room = self.max_predictions_per_seq - count
             candidates = self._fits(bounds, covered, n, room)
