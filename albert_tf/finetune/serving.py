@@ -87,19 +87,20 @@ class ServingModule(tf.Module):
         self, context: tf.Tensor, question: tf.Tensor, options: tf.Tensor
     ) -> dict[str, tf.Tensor]:
         shape = tf.shape(options)  # [B, C]
-        questions = tf.repeat(question[:, tf.newaxis], shape[1], axis=1)  # [B, C]
+        questions = tf.reshape(tf.repeat(question[:, tf.newaxis], shape[1], axis=1), [-1])  # [B*C]
+        flat_options = tf.reshape(options, [-1])  # [B*C]
+        # Python's question.replace("_", option): split on "_", put the option after every part
+        # but the last, join.
+        parts = tf.strings.split(questions, "_")  # [B*C, (k)]
+        part_index = tf.ragged.range(parts.row_lengths())
+        is_last = (part_index == tf.expand_dims(parts.row_lengths() - 1, 1)).flat_values
+        option_of_part = tf.gather(flat_options, parts.value_rowids())
+        pieces = tf.strings.join([parts.flat_values, tf.where(is_last, "", option_of_part)])
+        filled = tf.strings.reduce_join(parts.with_flat_values(pieces), axis=1)  # [B*C]
         blank = tf.strings.regex_full_match(questions, "(?s).*_.*")
-        # Python's str.replace("_", option) for each option: split on "_" and join with it.
-        parts = tf.strings.split(questions, "_")  # [B, C, (k)]
-        filled = tf.strings.reduce_join(parts, axis=-1, separator=options)
-        qa = tf.where(blank, filled, tf.strings.join([questions, options], separator=" "))
-        contexts = tf.repeat(context[:, tf.newaxis], shape[1], axis=1)  # [B, C]
-        packed = self._pack(
-            [
-                self.tokenizer.tokenize(tf.reshape(contexts, [-1])),
-                self.tokenizer.tokenize(tf.reshape(qa, [-1])),
-            ]
-        )
+        qa = tf.where(blank, filled, tf.strings.join([questions, flat_options], separator=" "))
+        contexts = tf.reshape(tf.repeat(context[:, tf.newaxis], shape[1], axis=1), [-1])  # [B*C]
+        packed = self._pack([self.tokenizer.tokenize(contexts), self.tokenizer.tokenize(qa)])
         packed = {
             k: tf.reshape(v, [shape[0], shape[1], self.length]) for k, v in packed.items()
         }  # [B, C, S]
@@ -114,9 +115,10 @@ class ServingModule(tf.Module):
     def tag(self, sentence: tf.Tensor) -> dict[str, tf.Tensor]:
         words = tf.strings.split(sentence)  # [B, (W)]
         pieces = self.tokenizer.tokenize(words.flat_values)  # [N, (P)]
-        empty = pieces.row_lengths() == 0
-        unk = tf.RaggedTensor.from_tensor(tf.fill([tf.shape(empty)[0], 1], self.tokenizer.unk_id))
-        pieces = tf.where(empty, unk, pieces)  # words that normalize to nothing -> <unk>
+        # A word that normalizes to nothing becomes one <unk> (as features.word_pieces).
+        empty = tf.cast(pieces.row_lengths() == 0, tf.int64)
+        unk = tf.fill([tf.reduce_sum(empty)], tf.constant(self.tokenizer.unk_id, pieces.dtype))
+        pieces = tf.concat([pieces, tf.RaggedTensor.from_row_lengths(unk, empty)], axis=1)
         per_word = tf.RaggedTensor.from_row_splits(pieces, words.row_splits)  # [B, (W), (P)]
         counts = per_word.row_lengths(axis=2)  # [B, (W)]
         kept = tf.cumsum(counts, axis=1) <= self.length - 2  # [B, (W)] whole words that fit
