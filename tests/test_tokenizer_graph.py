@@ -63,6 +63,22 @@ def test_normalize_equals_preprocess_text(graph_tok, cases):
     assert got == [preprocess_text(t) for t in texts]
 
 
+def test_invalid_utf8_replaced_as_python_does(graph_tok):
+    texts = [b"a\xed\xa0\x80b", b"a\xc0\xafb", b"a\xf4\x90\x80\x80b", b"\xe2\x82a", b"\x80\x80x"]
+    got = [t.decode("utf-8") for t in graph_tok.normalize(tf.constant(texts)).numpy()]
+    assert got == [preprocess_text(t) for t in texts]
+    assert got[0] == "a\ufffd\ufffd\ufffdb"
+
+
+def test_cased(sp_model_path, cases):
+    cased = GraphTokenizer(sp_model_path, do_lower_case=False)
+    texts = [c["text"] for c in cases] + _fuzz_strings(100, seed=2)
+    got = [t.decode("utf-8") for t in cased.normalize(tf.constant(texts)).numpy()]
+    assert got == [preprocess_text(t, lower=False) for t in texts]
+    cased_py = AlbertTokenizer(sp_model_path, do_lower_case=False)
+    assert cased.tokenize(tf.constant(texts)).to_list() == [cased_py.encode(t) for t in texts]
+
+
 def test_fuzz_equals_reference(graph_tok, py_tok):
     texts = _fuzz_strings(400, seed=1)
     assert graph_tok.tokenize(tf.constant(texts)).to_list() == [py_tok.encode(t) for t in texts]
