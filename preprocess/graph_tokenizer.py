@@ -101,14 +101,18 @@ class GraphTokenizer(tf.Module):
     def _resplit_table(sp) -> tf.RaggedTensor:
         """int32 [V, (ids)]: what each vocabulary id becomes after the digit-comma re-split."""
         comma_id = sp.piece_to_id(",")
-        rows = []
+        values: list[int] = []
+        lengths: list[int] = []
         for i in range(sp.get_piece_size()):
             piece = sp.id_to_piece(i)
+            row = [i]
             if is_digit_comma_piece(piece):
-                rows.append(sp.encode(piece[:-1].replace(WORD_START, "")) + [comma_id])
-            else:
-                rows.append([i])
-        return tf.ragged.constant(rows, dtype=tf.int32, row_splits_dtype=tf.int64)
+                row = sp.encode(piece[:-1].replace(WORD_START, "")) + [comma_id]
+            values.extend(row)
+            lengths.append(len(row))
+        return tf.RaggedTensor.from_row_lengths(
+            tf.constant(values, tf.int32), tf.constant(lengths, tf.int64)
+        )
 
     def normalize(self, strings: tf.Tensor) -> tf.Tensor:
         """`preprocess_text` in graph: tf.string [...] -> tf.string [...] (same shape)."""
