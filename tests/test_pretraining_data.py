@@ -14,7 +14,12 @@ from preprocess.pretraining_data import create_pretraining_data, pipeline
 from preprocess.pretraining_data.documents import resolve_inputs, split_sentences
 from preprocess.pretraining_data.instances import create_sentence_pairs, truncated_lengths
 from preprocess.pretraining_data.masking import NgramMasker
-from preprocess.pretraining_data.records import encode_example, feature_lengths
+from preprocess.pretraining_data.records import (
+    crc32c,
+    encode_example,
+    feature_lengths,
+    frame_records,
+)
 
 MASK_ID = 4
 GOLDEN_TEXT = """The quick brown fox jumps over the lazy dog. It was not amused.
@@ -168,6 +173,19 @@ def test_encoded_example_parses_with_tensorflow():
     assert list(feature["small"].int64_list.value) == values
     assert list(feature["long"].int64_list.value) == ids.tolist()
     assert list(feature["w"].float_list.value) == [1.0, 0.5, 0.0]
+
+
+def test_tfrecord_frames_equal_tensorflows_writer(tmp_path):
+    import tensorflow as tf
+
+    assert crc32c([b"123456789", b""]).tolist() == [0xE3069283, 0]
+    rng = np.random.default_rng(0)
+    records = [bytes(rng.integers(0, 256, int(n), dtype=np.uint8)) for n in (0, 1, 7, 300, 2999)]
+    path = tmp_path / "ref.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            writer.write(record)
+    assert b"".join(frame_records(records)) == path.read_bytes()
 
 
 @pytest.fixture(scope="module")

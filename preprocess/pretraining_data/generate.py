@@ -14,7 +14,7 @@ import numpy as np
 from preprocess.pretraining_data.documents import split_sentences
 from preprocess.pretraining_data.instances import SentencePair, create_sentence_pairs
 from preprocess.pretraining_data.masking import NgramMasker
-from preprocess.pretraining_data.records import encode_example
+from preprocess.pretraining_data.records import encode_example, frame_records
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,12 @@ class DocumentProcessor:
     def process(
         self, documents: list[tuple[int, list[str]]]
     ) -> tuple[list[tuple[int, bytes]], Counters]:
-        """Serialized instances `(shard, example bytes)` of `(index, lines)` documents, in
-        document order then duplication round then position, and their statistics."""
+        """Instances of `(index, lines)` documents as `(shard, TFRecord frame of a serialized
+        tf.train.Example)`, in document order then duplication round then position, and their
+        statistics."""
         s = self.settings
-        records: list[tuple[int, bytes]] = []
+        shards: list[int] = []
+        examples: list[bytes] = []
         counters = Counters(ngram_counts=[0] * (s.ngram + 1))
         for index, lines in documents:
             sentences = self.tokenize(lines)
@@ -107,10 +109,9 @@ class DocumentProcessor:
             for k in range(s.dupe_factor):
                 rng = np.random.default_rng([s.seed, k, index])
                 pairs = create_sentence_pairs(sentences, s.max_seq_length, s.short_seq_prob, rng)
-                examples = [self._example(pair, rng, counters) for pair in pairs]
-                shards = rng.integers(s.num_shards, size=len(examples)).tolist()
-                records.extend(zip(shards, examples, strict=True))
-        return records, counters
+                examples += [self._example(pair, rng, counters) for pair in pairs]
+                shards += rng.integers(s.num_shards, size=len(pairs)).tolist()
+        return list(zip(shards, frame_records(examples), strict=True)), counters
 
     def _example(self, pair: SentencePair, rng: np.random.Generator, counters: Counters) -> bytes:
         s, tok = self.settings, self.tokenizer

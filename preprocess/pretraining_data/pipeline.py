@@ -15,6 +15,7 @@ training input pipeline should interleave the shards and shuffle again.
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -40,7 +41,7 @@ from preprocess.pretraining_data.records import feature_lengths
 
 METADATA_FILE = "metadata.json"
 FORMAT = "albert-tf-pretraining-data/1"
-BATCH_BYTES = 256 * 1024
+BATCH_BYTES = 1 << 20  # text per worker task; CRCs are vectorized over a task's records
 
 
 def shard_name(index: int, num_shards: int) -> str:
@@ -92,7 +93,7 @@ def _ordered_map(
 
 
 class _ShuffledShard:
-    """Writes records to one TFRecord file through a seeded shuffle buffer of `capacity`."""
+    """Writes framed records to one TFRecord file through a seeded shuffle buffer."""
 
     def __init__(self, writer: Any, capacity: int, seed: str):
         self.writer = writer
@@ -110,12 +111,47 @@ class _ShuffledShard:
         self.writer.write(self.buffer[j])
         self.buffer[j] = record
 
-    def close(self) -> None:
+    def flush(self) -> None:
+        """Writes what the buffer still holds, in random order."""
         self.rng.shuffle(self.buffer)
         for record in self.buffer:
             self.writer.write(record)
         self.buffer = []
-        self.writer.close()
+
+
+def _fill(
+    shards: list[_ShuffledShard],
+    files: list[Path],
+    total_bytes: int,
+    num_workers: int,
+    settings: Settings,
+    totals: Counters,
+    progress: bool,
+) -> None:
+    """Generates every instance of `files` into `shards`, adding statistics to `totals`."""
+    from tqdm import tqdm
+
+    bar = tqdm(
+        total=total_bytes,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        desc="create-pretraining-data",
+        disable=not progress,
+        smoothing=0.1,
+    )
+    with bar:
+        batches = _batches(iter_documents(files))
+        for num_bytes, (records, counters) in _ordered_map(
+            process_in_worker, batches, num_workers, settings
+        ):
+            for shard, record in records:
+                shards[shard].add(record)
+            totals.add(counters)
+            bar.update(num_bytes)
+            bar.set_postfix(instances=totals.num_instances, refresh=False)
+    for shard in shards:
+        shard.flush()
 
 
 def _sha256(path: str | os.PathLike) -> str:
@@ -210,40 +246,19 @@ def create_pretraining_data(
     files = resolve_inputs(patterns)
     total_bytes = sum(input_size(f) for f in files)
 
-    import tensorflow as tf
-    from tqdm import tqdm
-
     start = time.perf_counter()
     totals = Counters(ngram_counts=[0] * (ngram + 1))
     with atomic_dir(output_dir, overwrite=overwrite) as tmp:
-        shards = [
-            _ShuffledShard(
-                tf.io.TFRecordWriter(str(tmp / shard_name(i, num_shards))),
-                -(-shuffle_buffer // num_shards),
-                f"{seed}/shard/{i}",
-            )
-            for i in range(num_shards)
-        ]
-        bar = tqdm(
-            total=total_bytes,
-            unit="B",
-            unit_scale=True,
-            unit_divisor=1024,
-            desc="create-pretraining-data",
-            disable=not progress,
-            smoothing=0.1,
-        )
-        with bar:
-            batches = _batches(iter_documents(files))
-            results = _ordered_map(process_in_worker, batches, num_workers, settings)
-            for num_bytes, (records, counters) in results:
-                for shard, record in records:
-                    shards[shard].add(record)
-                totals.add(counters)
-                bar.update(num_bytes)
-                bar.set_postfix(instances=totals.num_instances, refresh=False)
-        for shard in shards:
-            shard.close()
+        with contextlib.ExitStack() as files_open:
+            shards = [
+                _ShuffledShard(
+                    files_open.enter_context(open(tmp / shard_name(i, num_shards), "wb")),
+                    -(-shuffle_buffer // num_shards),
+                    f"{seed}/shard/{i}",
+                )
+                for i in range(num_shards)
+            ]
+            _fill(shards, files, total_bytes, num_workers, settings, totals, progress)
         if totals.num_documents == 0:
             raise DataError(f"the input ({len(files)} file(s)) holds no text")
         if totals.num_instances == 0:

