@@ -1,0 +1,383 @@
+"""Plans benchmark jobs, runs each in a fresh worker process, and turns timings into records.
+
+A record is a dict with `system, dtype, case, metric, value, unit, ratio_to_ours` plus context
+(`batch_size, seq_length, value_best, note, error`). `ratio_to_ours` is value / our value for
+the same dtype, case and metric (1.0 for ours; None where we have no value). Metrics:
+`throughput` (tokens/s for inference and latency, examples/s for train, GFLOP/s for matmul),
+`latency` (ms per batch), `peak_rss_delta` (MiB of peak RSS above the process's baseline after
+imports) and `mfu` (% of the fastest measured matmul throughput of that dtype).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from albert_tf.benchmarking.cases import (
+    BENCH_DTYPES,
+    CASES,
+    MATMUL_BACKENDS,
+    OURS,
+    PEERS,
+    SUPPORTED,
+    TITLES,
+    benchmark_config,
+    case_shape,
+    step_flops,
+)
+from albert_tf.benchmarking.worker import RESULT_MARKER
+from albert_tf.errors import ConfigError
+
+# Modules a peer needs; a peer whose modules are missing is skipped unless asked for by name.
+PEER_MODULES = {
+    "tfm": ("official",),
+    "hf": ("torch", "transformers"),
+    "kerashub": ("keras_hub",),
+}
+INSTALL_HINTS = {
+    "tfm": "pip install tf-models-official==2.20.0",
+    "hf": "pip install torch==2.13.0 transformers (CPU torch)",
+    "kerashub": "pip install keras-hub (check with --dry-run that TF/Keras stay pinned)",
+}
+UNITS = {"inference": "tokens/s", "latency": "tokens/s", "train": "examples/s", "matmul": "GFLOP/s"}
+
+
+@dataclass
+class BenchmarkOptions:
+    """What to run. `dtypes` are resolved names (float32 / bfloat16); `peers` None means every
+    installed peer. `isolate` runs each job in its own process (clean peak RSS, no shared TF
+    state); without it, jobs share one process per backend (fast smoke runs).
+    `hf_bf16`: "best" measures HF inference both ways (`model.to(bfloat16)` and autocast) and
+    keeps the faster."""
+
+    cases: tuple[str, ...] = CASES
+    dtypes: tuple[str, ...] = BENCH_DTYPES
+    peers: tuple[str, ...] | None = None
+    tiny: bool = False
+    warmup: int = 2
+    iters: int = 5
+    latency_iters: int = 20
+    intra_threads: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
+    inter_threads: int = 1
+    hf_bf16: str = "best"
+    isolate: bool = True
+    timeout: float = 1800.0
+
+
+def installed_peers() -> tuple[str, ...]:
+    return tuple(p for p in PEERS if all(importlib.util.find_spec(m) for m in PEER_MODULES[p]))
+
+
+def _validate(options: BenchmarkOptions) -> tuple[str, ...]:
+    for case in options.cases:
+        if case not in CASES:
+            raise ConfigError(f"unknown case {case!r}; known: {', '.join(CASES)}")
+    for dtype in options.dtypes:
+        if dtype not in BENCH_DTYPES:
+            raise ConfigError(f"benchmark dtype {dtype!r} is not one of {', '.join(BENCH_DTYPES)}")
+    if options.warmup < 0 or options.iters < 1 or options.latency_iters < 1:
+        raise ConfigError("--warmup must be >= 0 and --iters >= 1")
+    if options.hf_bf16 not in ("best", "cast", "autocast"):
+        raise ConfigError(f"hf_bf16 {options.hf_bf16!r} is not best, cast or autocast")
+    if options.peers is None:
+        return installed_peers()
+    available = installed_peers()
+    for peer in options.peers:
+        if peer not in PEERS:
+            raise ConfigError(f"unknown peer {peer!r}; known: {', '.join(PEERS)}")
+        if peer not in available:
+            raise ConfigError(f"peer {peer!r} is not installed: {INSTALL_HINTS[peer]}")
+    return tuple(options.peers)
+
+
+def plan_jobs(options: BenchmarkOptions, peers: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Every (system, dtype, case) to measure: matmul first, then ours and each peer."""
+    systems = [*MATMUL_BACKENDS, OURS, *peers]
+    have_torch = "hf" in peers
+    jobs = []
+    for case in sorted(options.cases, key=lambda c: c != "matmul"):
+        for system in systems:
+            if system not in SUPPORTED[case] or (system == "torch" and not have_torch):
+                continue
+            for dtype in options.dtypes:
+                iters = options.latency_iters if case == "latency" else options.iters
+                job = dict(system=system, dtype=dtype, case=case)
+                # Tiny mode is a smoke test: one traced call, one timed call.
+                job["warmup"] = min(options.warmup, 1) if options.tiny else options.warmup
+                job["iters"] = 1 if options.tiny else iters
+                modes = [options.hf_bf16]
+                if system == "hf" and dtype == "bfloat16" and case != "train":
+                    modes = ["cast", "autocast"] if options.hf_bf16 == "best" else modes
+                for mode in modes if system == "hf" else [None]:
+                    jobs.append({**job, "hf_bf16": mode} if mode else job)
+    return jobs
+
+
+def _group(job: dict[str, Any]) -> str:
+    return {"hf": "torch", "torch": "torch", "kerashub": "keras3"}.get(job["system"], "tf")
+
+
+def _run_worker(jobs: list[dict[str, Any]], options: BenchmarkOptions) -> list[dict[str, Any]]:
+    spec = dict(
+        jobs=jobs,
+        tiny=options.tiny,
+        intra_threads=options.intra_threads,
+        inter_threads=options.inter_threads,
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    if any(job["system"] == "kerashub" for job in jobs):
+        env["KERAS_BACKEND"] = "tensorflow"
+    cmd = [sys.executable, "-m", "albert_tf.benchmarking.worker", json.dumps(spec)]
+    try:
+        proc = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=options.timeout, check=False
+        )
+        lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARKER)]
+        if lines:
+            return json.loads(lines[-1][len(RESULT_MARKER) :])
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        error = f"worker exited with code {proc.returncode}: {tail[:300]}"
+    except subprocess.TimeoutExpired:
+        error = f"worker timed out after {options.timeout:.0f}s"
+    return [{**_job_key(job), "times": [], "error": error} for job in jobs]
+
+
+def _job_key(job: dict[str, Any]) -> dict[str, Any]:
+    return {k: job[k] for k in ("system", "dtype", "case")}
+
+
+def _pick_hf_bf16(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keeps, per (system, dtype, case), the result with the lowest median step time."""
+    best: dict[tuple, dict[str, Any]] = {}
+    for r in results:
+        key = (r["system"], r["dtype"], r["case"])
+        old = best.get(key)
+        if old is None or (r["times"] and (not old["times"] or _median(r) < _median(old))):
+            best[key] = r
+    return list(best.values())
+
+
+def _median(result: dict[str, Any]) -> float:
+    return statistics.median(result["times"])
+
+
+def run_benchmark(
+    options: BenchmarkOptions, progress: Callable[[int, int, str], None] | None = None
+) -> dict[str, Any]:
+    """Runs every planned job and returns `{"meta": {...}, "records": [...]}`.
+
+    Raises ConfigError for bad options before anything runs. `progress(done, total, text)` is
+    called before each worker process starts and once more when all are done.
+    """
+    peers = _validate(options)
+    jobs = plan_jobs(options, peers)
+    if options.isolate:
+        batches = [[job] for job in jobs]
+    else:
+        groups: dict[str, list] = {}
+        for job in jobs:
+            groups.setdefault(_group(job), []).append(job)
+        batches = list(groups.values())
+    results = []
+    for done, batch in enumerate(batches):
+        if progress:
+            text = ", ".join(f"{j['system']} {j['dtype']} {j['case']}" for j in batch)
+            progress(done, len(batches), text)
+        results.extend(_run_worker(batch, options))
+    if progress:
+        progress(len(batches), len(batches), "done")
+    records = build_records(_pick_hf_bf16(results), options.tiny)
+    return {"meta": _meta(options, peers), "records": records}
+
+
+def _meta(options: BenchmarkOptions, peers: tuple[str, ...]) -> dict[str, Any]:
+    from albert_tf.dtypes import cpu_supports_bfloat16
+
+    versions = {}
+    for name in (
+        "tensorflow",
+        "tf_keras",
+        "tf-models-official",
+        "torch",
+        "transformers",
+        "keras-hub",
+    ):
+        try:
+            from importlib.metadata import version
+
+            versions[name] = version(name)
+        except Exception:
+            continue
+    return dict(
+        options={**asdict(options), "peers": list(peers)},
+        config=benchmark_config(options.tiny).to_dict(),
+        cpu=platform.processor() or platform.machine(),
+        cpu_count=os.cpu_count(),
+        cpu_bfloat16=cpu_supports_bfloat16(),
+        versions=versions,
+    )
+
+
+def build_records(results: list[dict[str, Any]], tiny: bool) -> list[dict[str, Any]]:
+    """Turns worker results into records (see the module docstring)."""
+    config = benchmark_config(tiny)
+    peak_flops: dict[str, float] = {}
+    records = []
+    for r in results:
+        shape = case_shape(r["case"], tiny)
+        base = dict(
+            system=r["system"],
+            dtype=r["dtype"],
+            case=r["case"],
+            batch_size=shape.batch,
+            seq_length=shape.seq,
+            note=r.get("note", ""),
+            error=r.get("error"),
+        )
+        if not r["times"]:
+            records.append(
+                {**base, "metric": "throughput", "value": None, "unit": UNITS[r["case"]]}
+            )
+            continue
+        median, best = _median(r), min(r["times"])
+        per_step = shape.seq * shape.batch if r["case"] in ("inference", "latency") else shape.batch
+        if r["case"] == "matmul":
+            per_step = step_flops(config, "matmul", shape) / 1e9
+            peak_flops[r["dtype"]] = max(peak_flops.get(r["dtype"], 0.0), per_step * 1e9 / median)
+        unit = UNITS[r["case"]]
+        records.append(
+            {
+                **base,
+                "metric": "throughput",
+                "value": per_step / median,
+                "unit": unit,
+                "value_best": per_step / best,
+            }
+        )
+        if r["case"] == "latency":
+            records.append(
+                {
+                    **base,
+                    "metric": "latency",
+                    "value": median * 1e3,
+                    "unit": "ms",
+                    "value_best": best * 1e3,
+                }
+            )
+        if r["case"] != "matmul":
+            records.append(
+                {
+                    **base,
+                    "metric": "peak_rss_delta",
+                    "value": r["peak_rss_delta_mib"],
+                    "unit": "MiB",
+                }
+            )
+    for r in results:
+        if r["times"] and r["case"] != "matmul" and r["dtype"] in peak_flops:
+            shape = case_shape(r["case"], tiny)
+            achieved = step_flops(config, r["case"], shape) / _median(r)
+            records.append(
+                dict(
+                    system=r["system"],
+                    dtype=r["dtype"],
+                    case=r["case"],
+                    metric="mfu",
+                    value=100.0 * achieved / peak_flops[r["dtype"]],
+                    unit="%",
+                    batch_size=shape.batch,
+                    seq_length=shape.seq,
+                    note=f"model {achieved / 1e9:.1f} GFLOP/s",
+                    error=None,
+                )
+            )
+    _add_ratios(records)
+    return records
+
+
+def _add_ratios(records: list[dict[str, Any]]) -> None:
+    ours = {
+        (r["dtype"], r["case"], r["metric"]): r["value"] for r in records if r["system"] == OURS
+    }
+    for r in records:
+        our = ours.get((r["dtype"], r["case"], r["metric"]))
+        usable = r["value"] is not None and our and r["case"] != "matmul"
+        r["ratio_to_ours"] = r["value"] / our if usable else None
+
+
+# === Table ===
+
+_ROW_ORDER = [
+    ("inference", "throughput"),
+    ("latency", "latency"),
+    ("train", "throughput"),
+    ("inference", "mfu"),
+    ("latency", "mfu"),
+    ("train", "mfu"),
+    ("inference", "peak_rss_delta"),
+    ("latency", "peak_rss_delta"),
+    ("train", "peak_rss_delta"),
+]
+_LOWER_IS_BETTER = ("latency", "peak_rss_delta")
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return (
+        f"{value:,.0f}"
+        if abs(value) >= 100
+        else f"{value:,.1f}"
+        if abs(value) >= 10
+        else f"{value:.2f}"
+    )
+
+
+def render_table(result: dict[str, Any]) -> str:
+    """A markdown table: one row per (case, metric, dtype), one column per system; peer cells
+    show how many times better ours is ("ours 1.4x": faster, lower latency or less memory)."""
+    records = result["records"]
+    systems = [s for s in (OURS, *PEERS) if any(r["system"] == s for r in records)]
+    index = {(r["system"], r["dtype"], r["case"], r["metric"]): r for r in records}
+    lines = [
+        "| case | metric | dtype | " + " | ".join(TITLES[s] for s in systems) + " |",
+        "|---|---|---|" + "---|" * len(systems),
+    ]
+    dtypes = sorted({r["dtype"] for r in records}, key=BENCH_DTYPES.index)
+    for case, metric in _ROW_ORDER:
+        for dtype in dtypes:
+            row = [index.get((s, dtype, case, metric)) for s in systems]
+            if not any(row):
+                continue
+            unit = next(r["unit"] for r in row if r)
+            shape = next((r["batch_size"], r["seq_length"]) for r in row if r)
+            cells = []
+            for r in row:
+                if r is None or r["value"] is None:
+                    cells.append("error" if r and r.get("error") else "-")
+                    continue
+                cell = _fmt(r["value"])
+                ratio = r.get("ratio_to_ours")
+                if r["system"] != OURS and ratio:
+                    advantage = ratio if metric in _LOWER_IS_BETTER else 1.0 / ratio
+                    cell += f" (ours {advantage:.2f}x)"
+                cells.append(cell)
+            label = f"{case} {shape[0]}x{shape[1]}"
+            lines.append(f"| {label} | {metric} [{unit}] | {dtype} | " + " | ".join(cells) + " |")
+    matmul = [r for r in records if r["case"] == "matmul" and r["value"] is not None]
+    if matmul:
+        parts = [f"{TITLES[r['system']]} {r['dtype']} {_fmt(r['value'])} GFLOP/s" for r in matmul]
+        lines.append("")
+        lines.append(f"Machine matmul at the FFN shape ({matmul[0]['note']}): " + "; ".join(parts))
+    errors = [r for r in records if r.get("error")]
+    for r in errors:
+        lines.append(f"- {TITLES[r['system']]} {r['dtype']} {r['case']}: {r['error']}")
+    return "\n".join(lines)

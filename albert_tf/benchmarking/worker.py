@@ -1,0 +1,115 @@
+"""One benchmark process: `python -m albert_tf.benchmarking.worker '<json>'`.
+
+The JSON holds `jobs` (a list of dicts with system, dtype, case, warmup, iters, and for HF
+`hf_bf16`), `tiny`, `intra_threads` and `inter_threads`. Each job builds its system, runs
+`warmup` untimed and `iters` timed steps, and reports its step times and the growth of the
+process's peak RSS. The last stdout line is `RESULT_MARKER` followed by a JSON list of results
+(system, dtype, case, times [s], peak_rss_delta_mib, note, error).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+from typing import Any
+
+from albert_tf.benchmarking.cases import benchmark_config, case_shape
+
+RESULT_MARKER = "@@BENCHMARK_RESULT "
+TORCH_SYSTEMS = ("hf", "torch")
+
+
+def _rss_bytes() -> int:
+    import psutil
+
+    return psutil.Process(os.getpid()).memory_info().rss
+
+
+def _peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def time_steps(step: Any, warmup: int, iters: int) -> list[float]:
+    """Runs `warmup` untimed then `iters` timed calls of `step`; returns seconds per call."""
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+# Libraries each system imports, loaded before the RSS baseline so memory counts the model only.
+_IMPORTS = {
+    "ours": ("tf_keras", "albert_tf.models", "albert_tf.pretraining.losses"),
+    "tfm": ("tf_keras", "official.nlp.modeling", "albert_tf.pretraining.losses"),
+    "kerashub": ("keras", "keras_hub"),
+    "hf": ("transformers", "transformers.models.albert.modeling_albert"),
+}
+
+
+def _build(job: dict[str, Any], tiny: bool) -> tuple[Any, str]:
+    system, dtype, case = job["system"], job["dtype"], job["case"]
+    config, shape = benchmark_config(tiny), case_shape(case, tiny)
+    if system in TORCH_SYSTEMS:
+        from albert_tf.benchmarking import torch_systems
+
+        if system == "torch":
+            return torch_systems.build_torch_matmul(config, dtype, shape)
+        return torch_systems.build_hf(config, dtype, case, shape, job.get("hf_bf16", "cast"))
+    from albert_tf.benchmarking import tf_systems
+
+    if system == "tensorflow":
+        return tf_systems.build_tf_matmul(config, dtype, shape)
+    builder = {
+        "ours": tf_systems.build_ours,
+        "tfm": tf_systems.build_tfm,
+        "kerashub": tf_systems.build_kerashub,
+    }[system]
+    return builder(config, dtype, case, shape)
+
+
+def run_job(job: dict[str, Any], tiny: bool) -> dict[str, Any]:
+    """Builds and times one job; any exception becomes the result's `error`."""
+    result = {k: job[k] for k in ("system", "dtype", "case")}
+    result.update(times=[], peak_rss_delta_mib=None, note="", error=None)
+    try:
+        for module in _IMPORTS.get(job["system"], ()):
+            importlib.import_module(module)
+    except ImportError as e:
+        result["error"] = f"not installed: {e}"
+        return result
+    baseline = max(_rss_bytes(), _peak_rss_bytes())
+    try:
+        step, note = _build(job, tiny)
+        result["note"] = note
+        result["times"] = time_steps(step, job["warmup"], job["iters"])
+    except Exception as e:  # reported per job, so one failing system does not stop the run
+        traceback.print_exc(file=sys.stderr)
+        result["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+    result["peak_rss_delta_mib"] = max(_peak_rss_bytes() - baseline, 0) / 2**20
+    return result
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(argv[1])
+    jobs = spec["jobs"]
+    if any(job["system"] in TORCH_SYSTEMS for job in jobs):
+        from albert_tf.benchmarking import torch_systems as backend
+    else:
+        from albert_tf.benchmarking import tf_systems as backend
+    backend.configure_threads(spec["intra_threads"], spec["inter_threads"])
+    results = [run_job(job, spec["tiny"]) for job in jobs]
+    print(RESULT_MARKER + json.dumps(results), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

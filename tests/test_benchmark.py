@@ -1,0 +1,124 @@
+"""`albert-tf benchmark`: FLOP counts, job planning, records and table, and a tiny smoke run.
+
+No timing assertions: speed is measured by the benchmark itself, not by tests.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from albert_tf.benchmarking.cases import Shape, benchmark_config, case_shape, forward_flops
+from albert_tf.benchmarking.runner import (
+    BenchmarkOptions,
+    build_records,
+    plan_jobs,
+    render_table,
+)
+from albert_tf.cli import main
+from albert_tf.config import PRESETS
+
+RECORD_KEYS = {"system", "dtype", "case", "metric", "value", "unit", "ratio_to_ours"}
+
+
+def test_forward_flops_of_albert_base():
+    config = PRESETS["base"]
+    # Per token and layer: QKV + output (4 H^2) and FFN (2 H F) multiply-adds, 4 S H attention.
+    per_layer = 2 * (4 * 768**2 + 2 * 768 * 3072) + 4 * 128 * 768
+    per_token = 2 * 128 * 768 + 12 * per_layer
+    assert forward_flops(config, Shape(1, 128)) == 128 * per_token + 2 * 768**2
+    heads = 20 * (2 * 768 * 128 + 2 * 128 * 30000) + 2 * 768 * 2
+    assert forward_flops(config, Shape(2, 128, 20)) == 2 * (128 * per_token + 2 * 768**2 + heads)
+
+
+def test_plan_measures_hf_bf16_both_ways_and_skips_unsupported():
+    options = BenchmarkOptions(cases=("inference", "train"), dtypes=("bfloat16",))
+    jobs = plan_jobs(options, ("tfm", "hf", "kerashub"))
+    keys = [(j["system"], j["case"], j.get("hf_bf16")) for j in jobs]
+    assert ("hf", "inference", "cast") in keys and ("hf", "inference", "autocast") in keys
+    assert ("hf", "train", "best") in keys
+    assert not any(s == "kerashub" and c == "train" for s, c, _ in keys)
+    assert all(j["iters"] == 5 and j["warmup"] == 2 for j in jobs)
+
+
+def _result(system, case, seconds, dtype="bfloat16", mib=100.0):
+    return dict(
+        system=system,
+        dtype=dtype,
+        case=case,
+        times=[seconds] * 3,
+        peak_rss_delta_mib=mib,
+        note="",
+        error=None,
+    )
+
+
+def test_records_ratios_mfu_and_table():
+    results = [
+        _result("tensorflow", "matmul", 0.1),
+        _result("ours", "inference", 1.0, mib=50.0),
+        _result("tfm", "inference", 2.0),
+        _result("ours", "latency", 0.05),
+        _result("tfm", "latency", 0.1),
+        dict(_result("hf", "inference", 0.0), times=[], error="RuntimeError: boom"),
+    ]
+    records = build_records(results, tiny=False)
+    assert all(set(r) >= RECORD_KEYS for r in records)
+    index = {(r["system"], r["case"], r["metric"]): r for r in records}
+    ours, tfm = index["ours", "inference", "throughput"], index["tfm", "inference", "throughput"]
+    assert ours["value"] == pytest.approx(32 * 128) and ours["unit"] == "tokens/s"
+    assert ours["ratio_to_ours"] == 1.0 and tfm["ratio_to_ours"] == pytest.approx(0.5)
+    assert index["tfm", "latency", "latency"]["value"] == pytest.approx(100.0)
+    assert index["tfm", "inference", "peak_rss_delta"]["ratio_to_ours"] == pytest.approx(2.0)
+    matmul = index["tensorflow", "matmul", "throughput"]
+    assert matmul["value"] == pytest.approx(2 * 4096 * 768 * 3072 / 0.1 / 1e9)
+    assert matmul["ratio_to_ours"] is None
+    config = benchmark_config(tiny=False)
+    expected_mfu = (
+        100 * forward_flops(config, case_shape("inference", False)) / (matmul["value"] * 1e9)
+    )
+    assert index["ours", "inference", "mfu"]["value"] == pytest.approx(expected_mfu)
+    assert index["hf", "inference", "throughput"]["error"] == "RuntimeError: boom"
+
+    table = render_table({"records": records})
+    assert (
+        "| inference 32x128 | throughput [tokens/s] | bfloat16 | 4,096 | 2,048 (ours 2.00x)"
+        in table
+    )
+    assert "| latency 1x128 | latency [ms] | bfloat16 | 50.0 | 100 (ours 2.00x)" in table
+    assert "HF transformers (torch) bfloat16 inference: RuntimeError: boom" in table
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--cases", "inference,warp"], "unknown case 'warp'"),
+        (["--peers", "jax"], "unknown peer 'jax'"),
+        (["--iters", "0"], "--iters >= 1"),
+    ],
+)
+def test_bad_arguments_one_line_exit_2(argv, message, capsys):
+    assert main(["benchmark", "--tiny", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("albert-tf benchmark: error:") and message in err[-1]
+
+
+def test_tiny_benchmark_writes_records(tmp_path, capsys):
+    out = tmp_path / "results" / "bench.json"
+    argv = ["benchmark", "--tiny", "--dtype", "bfloat16", "--peers", "tfm"]
+    argv += ["--cases", "inference,latency,train,matmul", "--json", str(out)]
+    assert main(argv) == 0
+    result = json.loads(out.read_text())
+    records = result["records"]
+    assert all(set(r) >= RECORD_KEYS for r in records)
+    assert not [r for r in records if r["error"]]
+    seen = {(r["system"], r["dtype"], r["case"], r["metric"]) for r in records}
+    assert ("tensorflow", "bfloat16", "matmul", "throughput") in seen
+    for system in ("ours", "tfm"):
+        for case in ("inference", "latency", "train"):
+            for metric in ("throughput", "mfu", "peak_rss_delta"):
+                assert (system, "bfloat16", case, metric) in seen
+    assert all(r["value"] > 0 for r in records if r["metric"] in ("throughput", "mfu"))
+    assert result["meta"]["config"]["hidden_size"] == 32
+    assert "| train 2x16 | throughput [examples/s] | bfloat16 |" in capsys.readouterr().out
