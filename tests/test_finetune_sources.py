@@ -80,9 +80,8 @@ def test_tokenizer_larger_than_model_vocab_is_rejected(tmp_path, fixtures_dir):
 
 def test_from_tfhub_encoder_directory(tmp_path, fixtures_dir):
     encoder = AlbertEncoder(AlbertConfig.from_dict({**TINY}))
-    hub_dir = save_encoder(
-        tmp_path / "hub", encoder, sp_model=fixtures_dir / "tokenizer" / "spm.model"
-    )
+    hub_dir = tmp_path / "hub"
+    save_encoder(hub_dir, encoder, sp_model=fixtures_dir / "tokenizer" / "spm.model")
     write_pairs(tmp_path / "train.tsv", 16, seed=0)
     write_pairs(tmp_path / "dev.tsv", 6, seed=1)
     result = finetune(

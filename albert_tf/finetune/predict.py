@@ -10,6 +10,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.config import AlbertConfig
+from albert_tf.dtypes import keras_policy
+from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
 from albert_tf.finetune import tasks
 from albert_tf.finetune.models import TaskHead, TaskModel, num_head_outputs
@@ -29,6 +32,35 @@ class FinetunedModel:
     metadata: dict
 
 
+def _build_model(path: Path, metadata: dict, settings: tasks.TaskSettings) -> TaskModel:
+    """The task model of a fine-tuned directory, built (variables created), not yet restored."""
+    if metadata["encoder"] == "hub":
+        import tensorflow_hub as hub
+        import tensorflow_text  # noqa: F401  (ops of the exported encoder)
+
+        encoder = hub.KerasLayer(str(path / HUB_ENCODER_DIR), trainable=True, name="encoder")
+        initializer_range = 0.02
+        config_file = path / "albert_config.json"
+        if config_file.is_file():
+            initializer_range = AlbertConfig.from_json_file(config_file).initializer_range
+    else:
+        config = AlbertConfig.from_json_file(path / "albert_config.json")
+        encoder = AlbertEncoder(config)
+        initializer_range = config.initializer_range
+    head = TaskHead(
+        settings.task,
+        num_head_outputs(settings.task, tasks.num_labels(settings)),
+        initializer_range=initializer_range,
+    )
+    model = TaskModel(encoder, head)
+    shape = [1, settings.max_seq_length]
+    if settings.task == "multiple-choice":
+        shape = [1, 1, settings.max_seq_length]
+    names = ("input_word_ids", "input_mask", "input_type_ids")
+    model({name: tf.zeros(shape, tf.int32) for name in names}, training=False)
+    return model
+
+
 def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     """Restores what `albert-tf finetune` wrote to `path` (CheckpointError if it is not one)."""
     path = Path(path)
@@ -38,41 +70,16 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     metadata = json.loads(meta_file.read_text(encoding="utf-8"))
     settings = tasks.TaskSettings(**metadata["settings"])
     tokenizer = AlbertTokenizer(path / "spm.model", do_lower_case=metadata["do_lower_case"])
-    if metadata["encoder"] == "hub":
-        import tensorflow_hub as hub
-        import tensorflow_text  # noqa: F401  (ops of the exported encoder)
-
-        encoder = hub.KerasLayer(str(path / HUB_ENCODER_DIR), trainable=True, name="encoder")
-        initializer_range = 0.02
-    else:
-        from albert_tf.config import AlbertConfig
-        from albert_tf.dtypes import keras_policy
-        from albert_tf.encoder import AlbertEncoder
-
-        config = AlbertConfig.from_json_file(path / "albert_config.json")
-        with keras_policy(metadata.get("dtype", "float32")):
-            encoder = AlbertEncoder(config)
-        initializer_range = config.initializer_range
-    head = TaskHead(
-        settings.task,
-        num_head_outputs(settings.task, tasks.num_labels(settings)),
-        initializer_range=initializer_range,
-    )
-    model = TaskModel(encoder, head)
-    shape = (
-        [1, 1, settings.max_seq_length]
-        if settings.task == "multiple-choice"
-        else [1, settings.max_seq_length]
-    )
-    dummy = {
-        name: tf.zeros(shape, tf.int32)
-        for name in ("input_word_ids", "input_mask", "input_type_ids")
-    }
-    model(dummy, training=False)
+    with keras_policy(metadata.get("dtype", "float32")):
+        model = _build_model(path, metadata, settings)
     prefix = tf.train.latest_checkpoint(str(path))
     if prefix is None:
         raise CheckpointError(f"no checkpoint in {path}")
-    status = tf.train.Checkpoint(encoder=encoder, task_head=head).read(prefix).expect_partial()
+    status = (
+        tf.train.Checkpoint(encoder=model.encoder, task_head=model.task_head)
+        .read(prefix)
+        .expect_partial()
+    )
     try:
         status.assert_existing_objects_matched()
     except AssertionError as e:
