@@ -62,15 +62,17 @@ def test_convert_cli_writes_a_checkpoint_dir_that_reloads(fixtures_dir, tmp_path
     out = tmp_path / "converted"
     argv = ["convert", "--tf1-checkpoint", str(fixture / "model.ckpt")]
     argv += ["--config", str(fixture / "albert_config.json"), "--output", str(out)]
-    assert main(argv) == 0
+    sp_model = fixtures_dir / "tokenizer" / "spm.model"
+    assert main([*argv, "--sp-model", str(sp_model)]) == 0
     assert str(out) in capsys.readouterr().out
     loaded = load_checkpoint_dir(out)
     assert loaded.config == AlbertConfig.from_json_file(fixture / "albert_config.json")
-    assert loaded.sp_model_path is None
+    assert loaded.sp_model_path.read_bytes() == sp_model.read_bytes()
     assert_matches_reference(loaded.encoder, loaded.mlm_head, loaded.sop_head, fixture)
     assert main(argv) == 2  # exists
     assert "already exists" in capsys.readouterr().err
     assert main([*argv, "--overwrite"]) == 0
+    assert load_checkpoint_dir(out).sp_model_path is None
 
 
 def test_optimizer_slots_ignored_and_heads_optional(fixtures_dir, tmp_path):

@@ -5,6 +5,8 @@ Needs the optional `hf` extra (transformers + CPU torch); skipped without it.
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 from safetensors import safe_open
@@ -97,13 +99,16 @@ def test_albert_for_pretraining_gelu_exact(tmp_path):
     assert_hidden_states_match(ours, theirs, loaded.config.inner_group_num)
 
 
-def test_albert_model_without_prefix_gelu_new(tmp_path):
+def test_albert_model_without_prefix_gelu_new(tmp_path, fixtures_dir):
     model = random_hf_model("AlbertModel", "gelu_new", tmp_path)
+    sp_model = fixtures_dir / "tokenizer" / "spm.model"
+    shutil.copyfile(sp_model, tmp_path / "hf" / "spiece.model")
     keys = safe_open(str(tmp_path / "hf" / "model.safetensors"), "np").keys()
     assert not any(key.startswith("albert.") for key in keys)
     loaded = convert(tmp_path)
     assert loaded.config.hidden_act == "gelu"
     assert loaded.mlm_head is None and loaded.sop_head is None
+    assert loaded.sp_model_path.read_bytes() == sp_model.read_bytes()
     inputs = helpers.make_inputs(loaded.config, batch=2, seq=9)
     theirs = hf_outputs(model, inputs)
     ours = loaded.encoder(inputs, training=False)

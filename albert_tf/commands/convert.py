@@ -20,6 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config", metavar="JSON", help="albert_config.json (required with --tf1-checkpoint)"
     )
+    parser.add_argument(
+        "--sp-model",
+        metavar="FILE",
+        help="SentencePiece model to store as spm.model (default for HF: its spiece.model)",
+    )
     parser.add_argument("--output", required=True, metavar="DIR", help="checkpoint dir to write")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
@@ -34,12 +39,14 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--tf1-checkpoint needs --config albert_config.json")
         from albert_tf.convert.tf1 import convert_tf1_checkpoint
 
-        path = convert_tf1_checkpoint(args.tf1_checkpoint, args.config, args.output, args.overwrite)
+        path = convert_tf1_checkpoint(
+            args.tf1_checkpoint, args.config, args.output, args.sp_model, args.overwrite
+        )
     else:
         if args.config:
             raise ConfigError("--config is read from the Hugging Face directory's config.json")
         from albert_tf.convert.hf import convert_hf_checkpoint
 
-        path = convert_hf_checkpoint(args.hf_checkpoint, args.output, args.overwrite)
+        path = convert_hf_checkpoint(args.hf_checkpoint, args.output, args.sp_model, args.overwrite)
     print(f"wrote {path}")
     return 0

@@ -26,10 +26,21 @@ class ConvertedModel:
     mlm_head: MaskedLMHead | None
     sop_head: SentenceOrderHead | None
 
-    def save(self, output_dir: str | os.PathLike, overwrite: bool = False) -> Path:
-        """Writes our checkpoint directory (atomic)."""
+    def save(
+        self,
+        output_dir: str | os.PathLike,
+        sp_model: str | os.PathLike | None = None,
+        overwrite: bool = False,
+    ) -> Path:
+        """Writes our checkpoint directory (atomic), with `sp_model` as its `spm.model`."""
         return save_checkpoint_dir(
-            output_dir, self.config, self.encoder, self.mlm_head, self.sop_head, overwrite=overwrite
+            output_dir,
+            self.config,
+            self.encoder,
+            self.mlm_head,
+            self.sop_head,
+            sp_model=sp_model,
+            overwrite=overwrite,
         )
 
 

@@ -23,6 +23,7 @@ from albert_tf.errors import CheckpointError, ConfigError
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
+SP_MODEL_FILE = "spiece.model"  # HF's name for the SentencePiece model
 
 # HF `hidden_act` -> ours. HF "gelu" is the exact erf GELU; "gelu_new" is ALBERT's tanh GELU.
 HF_ACTIVATIONS = {
@@ -207,7 +208,14 @@ def load_hf_checkpoint(path: str | os.PathLike) -> ConvertedModel:
 
 
 def convert_hf_checkpoint(
-    path: str | os.PathLike, output_dir: str | os.PathLike, overwrite: bool = False
+    path: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    sp_model: str | os.PathLike | None = None,
+    overwrite: bool = False,
 ) -> Path:
-    """`albert-tf convert --hf-checkpoint`: writes our checkpoint directory (atomic)."""
-    return load_hf_checkpoint(path).save(output_dir, overwrite=overwrite)
+    """`albert-tf convert --hf-checkpoint`: writes our checkpoint directory (atomic). The
+    SentencePiece model is `sp_model`, else the directory's `spiece.model` if present."""
+    model = load_hf_checkpoint(path)
+    if sp_model is None and (Path(path) / SP_MODEL_FILE).is_file():
+        sp_model = Path(path) / SP_MODEL_FILE
+    return model.save(output_dir, sp_model=sp_model, overwrite=overwrite)

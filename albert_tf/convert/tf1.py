@@ -86,8 +86,11 @@ def convert_tf1_checkpoint(
     checkpoint: str | os.PathLike,
     config_path: str | os.PathLike,
     output_dir: str | os.PathLike,
+    sp_model: str | os.PathLike | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """`albert-tf convert --tf1-checkpoint`: writes our checkpoint directory (atomic)."""
+    """`albert-tf convert --tf1-checkpoint`: writes our checkpoint directory (atomic), with the
+    release's SentencePiece model (`30k-clean.model`) when `sp_model` is given."""
     config = AlbertConfig.from_json_file(config_path)
-    return load_tf1_checkpoint(checkpoint, config).save(output_dir, overwrite=overwrite)
+    model = load_tf1_checkpoint(checkpoint, config)
+    return model.save(output_dir, sp_model=sp_model, overwrite=overwrite)
