@@ -5,8 +5,8 @@ Fetches the corpora of ../shared/DATA.md by package name (Debian `python3.11-doc
 dir, writes one document per source file (its blank lines dropped, documents separated by a
 blank line), trains an 8k SentencePiece model with `preprocess.spm_train`, then runs
 `albert-tf create-pretraining-data` as a subprocess per setting and reports input MB/s, wall
-time, peak RSS of the main process and peak RSS summed over the process tree (sampled every
-0.1 s). The unique text is about 45 MB; the 100 MB corpus repeats it (documents are processed
+and CPU time, peak RSS of the main process and peak RSS summed over the process tree (sampled
+every 0.1 s). MB per CPU-second is the figure to compare on a shared machine. The unique text is about 45 MB; the 100 MB corpus repeats it (documents are processed
 independently, so speed and memory behave as for 100 MB of distinct text).
 
     python benchmarks/bench_pretraining_data.py [--data-dir data/pretraining_bench]
@@ -21,6 +21,8 @@ import argparse
 import glob
 import gzip
 import json
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -104,7 +106,10 @@ def train_spm(corpus: Path, prefix: Path) -> Path:
 
 
 def measure(command: list[str]) -> dict:
-    """Runs `command`; returns wall seconds and peak RSS (main process, whole tree) in MB."""
+    """Runs `command`; returns wall and CPU seconds (all processes), the 1-minute load average
+    before the run (the machine may be shared) and peak RSS (main process, whole tree) in MB."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load = os.getloadavg()[0]
     start = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     main = psutil.Process(proc.pid)
@@ -125,10 +130,14 @@ def measure(command: list[str]) -> dict:
         time.sleep(0.1)
     out = proc.stdout.read()
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed with exit code {proc.returncode}")
     return {
         "seconds": seconds,
+        "cpu_seconds": cpu,
+        "load_before": load,
         "peak_rss_main_mb": peak_main / 2**20,
         "peak_rss_tree_mb": peak_tree / 2**20,
         "summary": json.loads(out.strip().splitlines()[-1]),
@@ -165,6 +174,9 @@ def main() -> None:
                 "workers": workers,
                 "seconds": round(result["seconds"], 1),
                 "mb_per_s": round(size / result["seconds"], 3),
+                "cpu_s": round(result["cpu_seconds"], 1),
+                "mb_per_cpu_s": round(size / result["cpu_seconds"], 3),
+                "load": round(result["load_before"], 1),
                 "peak_rss_main_mb": round(result["peak_rss_main_mb"]),
                 "peak_rss_tree_mb": round(result["peak_rss_tree_mb"]),
                 "instances": result["summary"]["num_instances"],
@@ -176,13 +188,11 @@ def main() -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     settings = {"max_seq_length": args.max_seq_length, "dupe_factor": args.dupe_factor}
     target.write_text(json.dumps({"settings": settings, "results": results}, indent=2) + "\n")
-    header = f"{'MB':>6} {'workers':>7} {'s':>7} {'MB/s':>6} {'RSS main':>8} {'RSS tree':>8}"
-    print(header)
+    columns = ("corpus_mb", "workers", "seconds", "mb_per_s", "cpu_s", "mb_per_cpu_s", "load")
+    columns += ("peak_rss_main_mb", "peak_rss_tree_mb")
+    print(" ".join(f"{c:>16}" for c in columns))
     for r in results:
-        print(
-            f"{r['corpus_mb']:>6} {r['workers']:>7} {r['seconds']:>7} {r['mb_per_s']:>6} "
-            f"{r['peak_rss_main_mb']:>8} {r['peak_rss_tree_mb']:>8}"
-        )
+        print(" ".join(f"{r[c]:>16}" for c in columns))
 
 
 if __name__ == "__main__":

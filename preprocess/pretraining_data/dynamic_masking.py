@@ -82,9 +82,7 @@ def dynamic_mask(
     mean = tf.reduce_mean(size_f)
     var = tf.reduce_mean(tf.square(size_f)) - tf.square(mean)
     p = [1.0 / n for n in range(1, ngram + 1)]
-    size_biased_n = sum(pi * n * n for n, pi in zip(range(1, ngram + 1), p, strict=True)) / sum(
-        pi * n for n, pi in zip(range(1, ngram + 1), p, strict=True)
-    )
+    size_biased_n = (ngram + 1) / 2  # E[n^2] / E[n] when p(n) ∝ 1/n (see masking.NgramMasker)
     stop_at = tf.cast(budget, tf.float64) - (var / mean + size_biased_n * mean) / 2
     drawn = (
         tf.random.stateless_categorical(
