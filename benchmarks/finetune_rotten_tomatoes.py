@@ -108,6 +108,10 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--max-seq-length", type=int, default=64)
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument(
+        "--inits", nargs="+", default=["pretrained", "random"], choices=["pretrained", "random"]
+    )
+    parser.add_argument("--rerun", action="store_true", help="redo runs that already have results")
     args = parser.parse_args()
 
     from albert_tf.finetune.predict import load_finetuned, predict_file
@@ -118,10 +122,15 @@ def main() -> None:
     work = Path(args.work)
     paths = split(fetch(work), work / "split")
     runs = []
-    for init in ("pretrained", "random"):
+    for init in args.inits:
         for seed in args.seeds:
             started = time.time()
             output = work / "runs" / f"{init}-seed{seed}"
+            done = work / "runs" / f"{init}-seed{seed}.json"
+            if done.is_file() and not args.rerun:
+                runs.append(json.loads(done.read_text()))
+                print(f"{init} seed {seed}: kept earlier result {done}", flush=True)
+                continue
             result = finetune(
                 str(paths["train"]),
                 str(output),
@@ -151,9 +160,10 @@ def main() -> None:
                 "minutes": (time.time() - started) / 60,
             }
             print(json.dumps(run), flush=True)
+            done.write_text(json.dumps(run) + "\n")
             runs.append(run)
     summary = {}
-    for init in ("pretrained", "random"):
+    for init in args.inits:
         accuracies = [r["test_accuracy"] for r in runs if r["init"] == init]
         summary[init] = {
             "test_accuracy_mean": statistics.mean(accuracies),

@@ -106,3 +106,40 @@ def test_from_tfhub_encoder_directory(tmp_path, fixtures_dir):
         [list(r["probabilities"].values()) for r in expected],
         atol=1e-5,
     )
+
+
+def test_from_our_checkpoint_dir_via_cli(tmp_path, fixtures_dir):
+    from albert_tf import cli
+    from albert_tf.checkpoint import save_checkpoint_dir
+
+    encoder = AlbertEncoder(AlbertConfig.from_dict({**TINY}))
+    spm = fixtures_dir / "tokenizer" / "spm.model"
+    save_checkpoint_dir(tmp_path / "pretrained", encoder.config, encoder, sp_model=spm)
+    write_pairs(tmp_path / "train.tsv", 8, seed=0)
+    argv = [
+        "finetune",
+        "--task",
+        "classify",
+        "--train",
+        tmp_path / "train.tsv",
+        "--init",
+        tmp_path / "pretrained",
+        "--output",
+        tmp_path / "model",
+        "--epochs",
+        1,
+        "--batch-size",
+        8,
+        "--max-seq-length",
+        24,
+        "--dtype",
+        "float32",
+        "--no-serving",
+    ]
+    assert cli.main(list(map(str, argv))) == 0
+    meta = json.loads((tmp_path / "model" / "finetune.json").read_text())
+    assert meta["encoder"] == "checkpoint" and meta["labels"] == ["no", "yes"]
+    assert not (tmp_path / "model" / "serving").exists()
+    # the fine-tuned model starts from the checkpoint's weights (one AdamW step at most 1e-3 away)
+    tuned = load_finetuned(tmp_path / "model").model.encoder.get_embedding_table().numpy()
+    assert np.abs(tuned - encoder.get_embedding_table().numpy()).max() < 0.01
