@@ -115,10 +115,10 @@ def load_checkpoint_dir(path: str | os.PathLike) -> CheckpointDir:
         mlm_head = objects["mlm"] = MaskedLMHead(config, encoder.get_embedding_table())
     if "sop" in children:
         sop_head = objects["sop"] = SentenceOrderHead(config)
-    status = tf.train.Checkpoint(**objects).read(prefix).expect_partial()
     try:
+        status = tf.train.Checkpoint(**objects).read(prefix).expect_partial()
         status.assert_existing_objects_matched()
-    except (AssertionError, ValueError) as e:
+    except (AssertionError, ValueError, tf.errors.OpError) as e:
         raise CheckpointError(f"checkpoint {prefix} does not match {CONFIG_FILE}: {e}") from None
     sp_model = path / SP_MODEL_FILE
     return CheckpointDir(
