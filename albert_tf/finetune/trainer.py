@@ -26,13 +26,13 @@ from albert_tf.errors import ConfigError, DataError
 from albert_tf.finetune import tasks
 from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.models import TaskHead, TaskModel, num_head_outputs, task_loss
+from albert_tf.finetune.optimization import build_optimizer
 from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE
 from albert_tf.finetune.sources import Source, load_source
 from albert_tf.io_utils import atomic_dir
 from preprocess.tokenizer import AlbertTokenizer
 
 SERVING_DIR = "serving"
-OPTIMIZERS = ("adamw", "lamb")
 
 
 @dataclass
@@ -59,40 +59,6 @@ class TrainSettings:
     seed: int = 12345
     dtype: str = "auto"
     max_steps: int | None = None  # stop early (tests, smoke runs)
-
-
-def build_optimizer(name: str, learning_rate: float, steps: int, warmup: int, weight_decay: float):
-    """AdamW or LAMB (tf-models-official) with linear warmup, then linear decay to 0."""
-    from official.modeling.optimization import optimizer_factory
-    from official.modeling.optimization.configs import optimization_config
-
-    if name not in OPTIMIZERS:
-        raise ConfigError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {name!r}")
-    if learning_rate <= 0:
-        raise ConfigError(f"--learning-rate must be positive, got {learning_rate}")
-    settings = {
-        "optimizer": {
-            "type": name,
-            name: {
-                "weight_decay_rate": weight_decay,
-                "exclude_from_weight_decay": ["LayerNorm", "layer_norm", "bias"],
-                "epsilon": 1e-6,
-                "global_clipnorm": 1.0,
-            },
-        },
-        "learning_rate": {
-            "type": "polynomial",
-            "polynomial": {
-                "initial_learning_rate": learning_rate,
-                "decay_steps": steps,
-                "end_learning_rate": 0.0,
-            },
-        },
-    }
-    if warmup:
-        settings["warmup"] = {"type": "linear", "linear": {"warmup_steps": warmup}}
-    factory = optimizer_factory.OptimizerFactory(optimization_config.OptimizationConfig(settings))
-    return factory.build_optimizer(factory.build_learning_rate())
 
 
 def _encoder_limits(source: Source) -> tuple[int | None, int | None]:
