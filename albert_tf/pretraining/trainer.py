@@ -227,7 +227,7 @@ class _Loop:
     def any_worker(self, flag):
         """True if `flag` is true on any worker (so all workers stop together)."""
         value = self.strategy.run(lambda: tf.cast(flag, tf.float32))
-        return self.strategy.reduce(tf.distribute.ReduceOp.MAX, value, axis=None) > 0
+        return self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None) > 0
 
     def learning_rate(self, step: int) -> float:
         inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
@@ -379,7 +379,7 @@ def pretrain(
             latest = tf.train.latest_checkpoint(str(output))
             if latest:
                 loop.checkpoint.restore(latest).assert_existing_objects_matched()
-                log(f"resuming from {latest} (step {int(loop.step)})")
+                log(f"resuming from {latest} (step {int(loop.step.numpy())})")
             elif init_prefix:
                 _restore_init(loop, init_prefix, log)
                 log(f"initialized from {init_prefix}")
@@ -433,7 +433,7 @@ def _train(
     progress: bool,
 ) -> PretrainResult:
     strategy = loop.strategy
-    step = int(loop.step)
+    step = int(loop.step.numpy())
     result = PretrainResult(str(output), step, False, loop.dtype)
     noop = tf.summary.create_noop_writer()
     train_writer = tf.summary.create_file_writer(str(output / "logs" / "train")) if chief else noop
