@@ -1,0 +1,86 @@
+"""`albert-tf export`: TF-Hub SavedModels (encoder with .mlm, preprocessing) and TFLite files."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory to export")
+    parser.add_argument(
+        "--sp-model",
+        metavar="FILE",
+        help="SentencePiece model for preprocess/ (default: spm.model in --checkpoint); "
+        "without --checkpoint only preprocess/ is written",
+    )
+    parser.add_argument("--output", required=True, metavar="DIR", help="directory to write")
+    parser.add_argument(
+        "--seq-length",
+        type=int,
+        default=128,
+        metavar="N",
+        help="sequence length of preprocess/ outputs and of the TFLite encoders (default 128)",
+    )
+    parser.add_argument(
+        "--tflite",
+        action="store_true",
+        help="also write tflite/encoder_float32.tflite and tflite/encoder_int8.tflite",
+    )
+    parser.add_argument(
+        "--no-lower-case",
+        dest="do_lower_case",
+        action="store_false",
+        help="do not lowercase text in preprocess/ (for cased models)",
+    )
+    parser.add_argument(
+        "--from-hub",
+        metavar="DIR",
+        help="instead: turn an exported encoder/ back into a checkpoint directory at --output",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from albert_tf.errors import ExportError
+    from albert_tf.io_utils import check_output_path
+
+    check_output_path(args.output, args.overwrite)
+    if args.from_hub:
+        if args.checkpoint or args.sp_model or args.tflite:
+            raise ExportError(
+                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite"
+            )
+        from export.load import hub_to_checkpoint_dir
+
+        print(f"wrote {hub_to_checkpoint_dir(args.from_hub, args.output, args.overwrite)}")
+        return 0
+
+    from export.bundle import export_bundle
+
+    bundle = export_bundle(
+        args.checkpoint,
+        args.output,
+        sp_model=args.sp_model,
+        seq_length=args.seq_length,
+        tflite=args.tflite,
+        overwrite=args.overwrite,
+        do_lower_case=args.do_lower_case,
+    )
+    if bundle.encoder:
+        mlm = "with .mlm" if bundle.has_mlm else "without .mlm (no MLM head in the checkpoint)"
+        print(f"wrote {bundle.encoder} ({mlm})")
+    if bundle.preprocess:
+        print(f"wrote {bundle.preprocess}")
+    if bundle.tflite_report:
+        report = bundle.tflite_report
+        print(
+            f"wrote {bundle.tflite}: SavedModel variables {report['saved_model_variable_bytes']:,} B"
+        )
+        for kind in ("float32", "int8"):
+            print(
+                f"  {kind}: {report[f'{kind}_bytes']:,} B, pooled_output cosine similarity "
+                f"to the SavedModel >= {report[f'{kind}_pooled_cosine']:.6f}"
+            )
+    return 0

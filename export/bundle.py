@@ -1,0 +1,143 @@
+"""`albert-tf export`: a checkpoint directory -> `encoder/` (+ `preprocess/`, + `tflite/`).
+
+The whole output directory is written under a temporary name beside it and renamed into place
+only when every part is complete, so a failure leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import CheckpointError, ExportError
+from albert_tf.io_utils import atomic_dir, check_output_path
+
+ENCODER_DIR = "encoder"
+PREPROCESS_DIR = "preprocess"
+TFLITE_DIR = "tflite"
+TFLITE_REPORT = "report.json"
+CONFIG_FILE = "albert_config.json"  # the checkpoint directory's names (albert_tf.checkpoint)
+SP_MODEL_FILE = "spm.model"
+
+
+@dataclasses.dataclass
+class ExportedBundle:
+    """Paths written by `export_bundle` (None for parts not exported) and the TFLite report."""
+
+    output_dir: Path
+    encoder: Path | None = None
+    preprocess: Path | None = None
+    tflite: Path | None = None
+    tflite_report: dict[str, Any] | None = None
+    has_mlm: bool = False
+
+
+def _check_arguments(
+    checkpoint_dir: str | os.PathLike | None,
+    sp_model: str | os.PathLike | None,
+    seq_length: int,
+    tflite: bool,
+) -> Path | None:
+    """Every check that needs no model, before any work; returns the SentencePiece model."""
+    if checkpoint_dir is None and sp_model is None:
+        raise ExportError(
+            "nothing to export: give a checkpoint directory and/or a SentencePiece model"
+        )
+    if tflite and checkpoint_dir is None:
+        raise ExportError("TFLite export needs a checkpoint directory")
+    if seq_length < 1:
+        raise ExportError(f"seq_length must be positive, got {seq_length}")
+    if sp_model is not None and not Path(sp_model).is_file():
+        raise ExportError(f"SentencePiece model {sp_model} does not exist")
+    if checkpoint_dir is None:
+        return Path(sp_model)
+    checkpoint_dir = Path(checkpoint_dir)
+    if not checkpoint_dir.is_dir():
+        raise CheckpointError(f"checkpoint directory {checkpoint_dir} does not exist")
+    if not (checkpoint_dir / CONFIG_FILE).is_file():
+        raise CheckpointError(f"checkpoint directory {checkpoint_dir} has no {CONFIG_FILE}")
+    config = AlbertConfig.from_json_file(checkpoint_dir / CONFIG_FILE)
+    if seq_length > config.max_position_embeddings:
+        raise ExportError(
+            f"seq_length {seq_length} exceeds the model's max_position_embeddings "
+            f"{config.max_position_embeddings}"
+        )
+    if sp_model is None and (checkpoint_dir / SP_MODEL_FILE).is_file():
+        sp_model = checkpoint_dir / SP_MODEL_FILE
+    if sp_model is not None:
+        from export.encoder import check_sp_model
+
+        check_sp_model(sp_model, config)
+    return None if sp_model is None else Path(sp_model)
+
+
+def export_bundle(
+    checkpoint_dir: str | os.PathLike | None,
+    output_dir: str | os.PathLike,
+    sp_model: str | os.PathLike | None = None,
+    seq_length: int = 128,
+    tflite: bool = False,
+    overwrite: bool = False,
+    do_lower_case: bool = True,
+) -> ExportedBundle:
+    """Exports TF-Hub SavedModels (and TFLite files) into `output_dir`, atomically.
+
+    - `encoder/` from `checkpoint_dir` (our checkpoint directory), see `export.encoder`.
+    - `preprocess/` when a SentencePiece model is given as `sp_model` or found as `spm.model` in
+      `checkpoint_dir`: strings -> the encoder inputs at `seq_length` (see
+      `preprocess.preprocess_model`). Without `checkpoint_dir`, only this part is written.
+    - `tflite/` with `tflite`: float32 and int8 encoders at `seq_length` and `report.json`
+      (sizes, `pooled_output` cosine similarity to the SavedModel), see `export.tflite`.
+
+    Raises ExportError (nothing to export, SentencePiece vocabulary size != vocab_size,
+    seq_length beyond max_position_embeddings), CheckpointError (missing config or checkpoint),
+    TokenizerError (unusable SentencePiece model), OutputError (exists and not `overwrite`,
+    unwritable). Nothing is left at `output_dir` on failure.
+    """
+    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite)
+    output_dir = Path(output_dir)
+    check_output_path(output_dir, overwrite)
+    steps = (checkpoint_dir is not None) * 2 + 1 + tflite
+    result = ExportedBundle(output_dir)
+    with (
+        atomic_dir(output_dir, overwrite=overwrite) as tmp,
+        tqdm(total=steps, desc="export", unit="step") as progress,
+    ):
+        if checkpoint_dir is not None:
+            from albert_tf.checkpoint import load_checkpoint_dir
+            from export.encoder import save_encoder
+
+            progress.set_postfix_str("loading checkpoint")
+            checkpoint = load_checkpoint_dir(checkpoint_dir)
+            progress.update()
+            progress.set_postfix_str("encoder SavedModel")
+            save_encoder(tmp / ENCODER_DIR, checkpoint.encoder, checkpoint.mlm_head, sp_model)
+            result.encoder = output_dir / ENCODER_DIR
+            result.has_mlm = checkpoint.mlm_head is not None
+            progress.update()
+        if sp_model is not None:
+            from preprocess.preprocess_model import save_preprocess_model
+
+            progress.set_postfix_str("preprocess SavedModel")
+            save_preprocess_model(sp_model, tmp / PREPROCESS_DIR, seq_length, do_lower_case)
+            result.preprocess = output_dir / PREPROCESS_DIR
+        progress.update()
+        if tflite:
+            from export.tflite import export_tflite
+
+            progress.set_postfix_str("TFLite")
+            (tmp / TFLITE_DIR).mkdir()
+            report = export_tflite(
+                checkpoint.encoder, tmp / TFLITE_DIR, seq_length, tmp / ENCODER_DIR
+            )
+            (tmp / TFLITE_DIR / TFLITE_REPORT).write_text(json.dumps(report, indent=2) + "\n")
+            result.tflite = output_dir / TFLITE_DIR
+            result.tflite_report = report
+            progress.update()
+    return result

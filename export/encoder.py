@@ -1,0 +1,172 @@
+"""The encoder SavedModel with the TF-Hub contract of `albert_en_*/3`.
+
+A reusable SavedModel (the protocol `hub.KerasLayer(trainable=True)` and `hub.load` read):
+`__call__(inputs, training)` traced for both training values, and the attributes `variables`,
+`trainable_variables` and `regularization_losses`. It is written with `tf.saved_model.save` from
+plain tracked objects holding `tf.function`s over `AlbertEncoder`, not as a Keras model: no Keras
+layer (so no Lambda layer) is serialized, and only the functions below are traced, which keeps
+export time a fraction of Keras's per-layer tracing.
+
+Root call: dict of int32 [B, S] `input_word_ids`, `input_mask`, `input_type_ids` (B and S
+dynamic) -> dict of float32 `pooled_output [B, H]`, `default` (the same values),
+`sequence_output [B, S, H]`, `encoder_outputs` (list of [B, S, H], one per block applied).
+`.mlm` (when the checkpoint has an MLM head): the same inputs plus `masked_lm_positions` int32
+[B, P] -> the root outputs plus `mlm_logits [B, P, V]`.
+Assets: `albert_config_file` (albert_config.json) and, when known, `sp_model_file` (spm.model).
+Signature `serving_default`: the three ids as named inputs -> `pooled_output`, `default`,
+`sequence_output`, `encoder_outputs_{i}` (a signature's outputs must be a flat dict).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.encoder import AlbertEncoder
+from albert_tf.errors import ExportError
+from albert_tf.heads import MaskedLMHead
+
+try:
+    from tensorflow.python.saved_model.save_context import save_context
+except ImportError:  # a TensorFlow without it only loses the tracing shortcut below
+    save_context = None
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+MLM_INPUTS = (*ENCODER_INPUTS, "masked_lm_positions")
+CONFIG_ASSET = "albert_config.json"
+SP_MODEL_ASSET = "spm.model"
+
+
+def _ids_specs(names: tuple[str, ...]) -> dict[str, tf.TensorSpec]:
+    return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in names}
+
+
+def unique_variables(variables: list[tf.Variable]) -> list[tf.Variable]:
+    """`variables` without repeats, in first-seen order (the MLM head also tracks the tied
+    word-embedding table)."""
+    return list({id(v): v for v in variables}.values())
+
+
+def _reusable(call: tf.types.experimental.PolymorphicFunction, variables: list) -> tf.Module:
+    """A trackable object with the reusable-SavedModel attributes, traced for both modes."""
+    obj = tf.train.Checkpoint()
+    obj.__call__ = call
+    obj.variables = unique_variables(variables)
+    obj.trainable_variables = [v for v in obj.variables if v.trainable]
+    obj.regularization_losses = []
+    return obj
+
+
+def build_hub_module(encoder: AlbertEncoder, mlm_head: MaskedLMHead | None = None) -> tf.Module:
+    """The object that is saved. Call it in Python as `module.__call__(inputs, training=...)`.
+
+    Root `variables` hold only the encoder (as tensorflow/models' TF-Hub exporter does); the MLM
+    head's variables are reachable through `.mlm`. Autograph is off: the encoder's Python loops
+    run at trace time, and skipping conversion makes tracing faster.
+    """
+
+    def encode(inputs: dict[str, tf.Tensor], training: bool = False) -> dict[str, Any]:
+        outputs = dict(encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=training))
+        outputs["default"] = outputs["pooled_output"]
+        return outputs
+
+    encode_fn = tf.function(encode, autograph=False)
+    root = _reusable(encode_fn, encoder.variables)
+    for training in (False, True):
+        encode_fn.get_concrete_function(_ids_specs(ENCODER_INPUTS), training=training)
+
+    if mlm_head is not None:
+
+        def encode_with_mlm(inputs: dict[str, tf.Tensor], training: bool = False) -> dict:
+            outputs = dict(encode_fn({k: inputs[k] for k in ENCODER_INPUTS}, training=training))
+            outputs["mlm_logits"] = mlm_head(
+                outputs["sequence_output"], masked_lm_positions=inputs["masked_lm_positions"]
+            )
+            return outputs
+
+        mlm_fn = tf.function(encode_with_mlm, autograph=False)
+        root.mlm = _reusable(mlm_fn, encoder.variables + mlm_head.variables)
+        for training in (False, True):
+            mlm_fn.get_concrete_function(_ids_specs(MLM_INPUTS), training=training)
+
+    @tf.function(input_signature=list(_ids_specs(ENCODER_INPUTS).values()), autograph=False)
+    def serve(input_word_ids, input_mask, input_type_ids):
+        inputs = dict(
+            input_word_ids=input_word_ids, input_mask=input_mask, input_type_ids=input_type_ids
+        )
+        outputs = encode_fn(inputs, training=False)
+        flat = {key: outputs[key] for key in ("pooled_output", "default", "sequence_output")}
+        for i, block_output in enumerate(outputs["encoder_outputs"]):
+            flat[f"encoder_outputs_{i}"] = block_output
+        return flat
+
+    root.serving_default = serve
+    return root
+
+
+def sp_model_vocab_size(sp_model: str | os.PathLike) -> int:
+    """Number of pieces in a SentencePiece model; ExportError if it cannot be read."""
+    import sentencepiece as spm
+
+    path = Path(sp_model)
+    if not path.is_file():
+        raise ExportError(f"SentencePiece model {path} does not exist")
+    processor = spm.SentencePieceProcessor()
+    try:
+        processor.Load(str(path))
+    except (OSError, RuntimeError):
+        raise ExportError(f"{path} is not a SentencePiece model") from None
+    return processor.GetPieceSize()
+
+
+def check_sp_model(sp_model: str | os.PathLike, config: AlbertConfig) -> None:
+    """ExportError unless the SentencePiece vocabulary has exactly `config.vocab_size` pieces."""
+    size = sp_model_vocab_size(sp_model)
+    if size != config.vocab_size:
+        raise ExportError(
+            f"SentencePiece model {sp_model} has {size} pieces but the checkpoint's vocab_size "
+            f"is {config.vocab_size}"
+        )
+
+
+def save_encoder(
+    output_dir: str | os.PathLike,
+    encoder: AlbertEncoder,
+    mlm_head: MaskedLMHead | None = None,
+    sp_model: str | os.PathLike | None = None,
+) -> tf.Module:
+    """Saves the encoder SavedModel into `output_dir`; returns the saved module.
+
+    Not atomic by itself: `export.bundle.export_bundle` calls it inside a temporary directory.
+    Assets are staged under fixed names in a scratch directory that is deleted afterwards; the
+    SavedModel stores only asset basenames, so no source or scratch path ends up in it.
+    """
+    config = encoder.config
+    if sp_model is not None:
+        check_sp_model(sp_model, config)
+    # `tf.saved_model.save` retraces every function whose trace was made outside a save context
+    # (the context is part of the trace cache key); tracing inside one saves that second trace.
+    tracing = (
+        save_context(tf.saved_model.SaveOptions()) if save_context else contextlib.nullcontext()
+    )
+    with tracing:
+        module = build_hub_module(encoder, mlm_head)
+    with tempfile.TemporaryDirectory(prefix="albert-export-assets-") as staging:
+        config_file = Path(staging) / CONFIG_ASSET
+        config.to_json_file(config_file)
+        module.albert_config_file = tf.saved_model.Asset(str(config_file))
+        if sp_model is not None:
+            sp_file = Path(staging) / SP_MODEL_ASSET
+            shutil.copyfile(sp_model, sp_file)
+            module.sp_model_file = tf.saved_model.Asset(str(sp_file))
+        tf.saved_model.save(
+            module, str(output_dir), signatures={"serving_default": module.serving_default}
+        )
+    return module
