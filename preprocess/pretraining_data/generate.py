@@ -14,7 +14,14 @@ import numpy as np
 from preprocess.pretraining_data.documents import split_sentences
 from preprocess.pretraining_data.instances import SentencePair, create_sentence_pairs
 from preprocess.pretraining_data.masking import NgramMasker
-from preprocess.pretraining_data.records import encode_example, frame_records
+from preprocess.pretraining_data.records import (
+    FLOAT_ONE,
+    FLOAT_ZERO,
+    encode_example,
+    frame_records,
+    runs,
+    varints,
+)
 
 
 @dataclass(frozen=True)
@@ -114,65 +121,49 @@ class DocumentProcessor:
         return list(zip(shards, frame_records(examples), strict=True)), counters
 
     def _example(self, pair: SentencePair, rng: np.random.Generator, counters: Counters) -> bytes:
+        """One `[CLS] A [SEP] B [SEP]` instance, masked (unless `mask=False`), serialized."""
         s, tok = self.settings, self.tokenizer
         len_a, len_b = len(pair.tokens_a), len(pair.tokens_b)
         length = len_a + len_b + 3
-        tokens = np.empty(length, np.int32)
-        tokens[0] = tok.cls_id
-        tokens[1 : len_a + 1] = pair.tokens_a
-        tokens[len_a + 1] = tok.sep_id
-        tokens[len_a + 2 : length - 1] = pair.tokens_b
-        tokens[length - 1] = tok.sep_id
+        pad = s.max_seq_length - length
+        tokens = np.concatenate(
+            ([tok.cls_id], pair.tokens_a, [tok.sep_id], pair.tokens_b, [tok.sep_id])
+        ).astype(np.int32)
         maskable = np.concatenate([np.arange(1, len_a + 1), np.arange(len_a + 2, length - 1)])
-        seq = np.zeros((3, s.max_seq_length), np.int64)  # input_ids, input_mask, segment_ids
-        seq[1, :length] = 1
-        seq[2, len_a + 2 : length] = 1
         counters.num_instances += 1
         counters.instance_tokens += length
         counters.sop_swapped += pair.label
-        label = np.array([pair.label])
+        features = {
+            "input_ids": None,
+            "input_mask": ("int64", runs((1, length), (0, pad))),
+            "segment_ids": ("int64", runs((0, len_a + 2), (1, len_b + 1), (0, pad))),
+        }
         if not s.mask:
-            seq[0, :length] = tokens
-            boundary = np.zeros(s.max_seq_length, np.int64)
+            boundary = np.zeros(length, np.int64)
             boundary[maskable] = self.word_start[tokens[maskable]]
-            boundary[[1, len_a + 2]] = 1
-            return encode_example(
-                {
-                    "input_ids": ("int64", seq[0]),
-                    "input_mask": ("int64", seq[1]),
-                    "segment_ids": ("int64", seq[2]),
-                    "token_boundary": ("int64", boundary),
-                    "next_sentence_labels": ("int64", label),
-                }
-            )
+            boundary[[1, len_a + 2]] = 1  # a segment starts a word
+            features["input_ids"] = ("int64", varints(tokens, pad))
+            features["token_boundary"] = ("int64", varints(boundary, pad))
+            features["next_sentence_labels"] = ("int64", varints([pair.label]))
+            return encode_example(features)
         masked = self.masker.mask(tokens, maskable, rng)
-        seq[0, :length] = masked.input_ids
         num = len(masked.positions)
-        predictions = np.zeros((2, s.max_predictions_per_seq), np.int64)  # positions, ids
-        predictions[0, :num] = masked.positions
-        predictions[1, :num] = masked.labels
-        weights = np.zeros(s.max_predictions_per_seq, np.float32)
-        weights[:num] = 1.0
+        empty = s.max_predictions_per_seq - num
+        features["input_ids"] = ("int64", varints(masked.input_ids, pad))
+        features["masked_lm_positions"] = ("int64", varints(masked.positions, empty))
+        features["masked_lm_ids"] = ("int64", varints(masked.labels, empty))
+        features["masked_lm_weights"] = ("float", FLOAT_ONE * num + FLOAT_ZERO * empty)
+        features["next_sentence_labels"] = ("int64", varints([pair.label]))
         counters.masked_tokens += num
         now = masked.input_ids[masked.positions]
-        is_mask = now == tok.mask_id
-        kept = ~is_mask & (now == masked.labels)
-        counters.mask_kinds[0] += int(is_mask.sum())
-        counters.mask_kinds[1] += int(num - is_mask.sum() - kept.sum())
-        counters.mask_kinds[2] += int(kept.sum())
+        is_mask = int((now == tok.mask_id).sum())
+        kept = int(((now != tok.mask_id) & (now == masked.labels)).sum())
+        counters.mask_kinds[0] += is_mask
+        counters.mask_kinds[1] += num - is_mask - kept
+        counters.mask_kinds[2] += kept
         for n in masked.ngram_lengths:
             counters.ngram_counts[n] += 1
-        return encode_example(
-            {
-                "input_ids": ("int64", seq[0]),
-                "input_mask": ("int64", seq[1]),
-                "segment_ids": ("int64", seq[2]),
-                "masked_lm_positions": ("int64", predictions[0]),
-                "masked_lm_ids": ("int64", predictions[1]),
-                "masked_lm_weights": ("float", weights),
-                "next_sentence_labels": ("int64", label),
-            }
-        )
+        return encode_example(features)
 
 
 _PROCESSOR: DocumentProcessor | None = None

@@ -99,7 +99,8 @@ class NgramMasker:
         )  # word w: [bounds[w], bounds[w+1])
         num_words = len(bounds) - 1
         sizes = np.diff(bounds)
-        mean, var = sizes.mean(), sizes.var()
+        mean = len(maskable) / num_words
+        var = float(np.dot(sizes, sizes)) / num_words - mean * mean
         # Pieces X of an n-gram: E[X] = E[n] mean, E[X^2] = E[n] var + E[n^2] mean^2; the
         # expected overshoot past a threshold is about E[X^2] / (2 E[X]).
         stop_at = budget - (var / mean + self._size_biased_n * mean) / 2

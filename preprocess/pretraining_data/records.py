@@ -74,6 +74,20 @@ def _packed_varints(values: np.ndarray) -> bytes:
     return groups[keep].astype(np.uint8).tobytes()
 
 
+def varints(values: np.ndarray | list[int], zeros: int = 0) -> bytes:
+    """Packed Int64List payload of non-negative `values` followed by `zeros` zeros (padding)."""
+    return _packed_varints(values) + b"\x00" * zeros
+
+
+def runs(*value_counts: tuple[int, int]) -> bytes:
+    """Packed Int64List payload of runs of small values: runs((1, 3), (0, 2)) = 1,1,1,0,0."""
+    return b"".join(bytes([value]) * count for value, count in value_counts)
+
+
+FLOAT_ONE = np.float32(1.0).astype("<f4").tobytes()  # a packed FloatList element
+FLOAT_ZERO = bytes(4)
+
+
 def _field(tag: bytes, payload: bytes) -> bytes:
     """A length-delimited field: `tag` is the encoded (field number << 3 | 2)."""
     return tag + _varint(len(payload)) + payload
@@ -84,21 +98,25 @@ def _key(name: str) -> bytes:
     return _field(b"\x0a", name.encode())
 
 
-def int64_feature(values: np.ndarray) -> bytes:
-    """A `Feature` holding an `Int64List` (packed); values must be non-negative."""
-    return _field(b"\x1a", _field(b"\x0a", _packed_varints(values)))
+def int64_feature(values: np.ndarray | bytes) -> bytes:
+    """A `Feature` holding an `Int64List`: non-negative values, or an already packed payload
+    (`varints`, `runs`)."""
+    payload = values if isinstance(values, bytes) else _packed_varints(values)
+    return _field(b"\x1a", _field(b"\x0a", payload))
 
 
-def float_feature(values: np.ndarray) -> bytes:
-    """A `Feature` holding a `FloatList` (packed little-endian float32)."""
-    return _field(b"\x12", _field(b"\x0a", np.asarray(values, dtype="<f4").tobytes()))
+def float_feature(values: np.ndarray | bytes) -> bytes:
+    """A `Feature` holding a `FloatList`: values, or packed little-endian float32 bytes."""
+    payload = values if isinstance(values, bytes) else np.asarray(values, "<f4").tobytes()
+    return _field(b"\x12", _field(b"\x0a", payload))
 
 
 def encode_example(features: dict[str, tuple[str, np.ndarray]]) -> bytes:
     """Serializes a `tf.train.Example`.
 
     Args:
-      features: name -> ("int64" | "float", 1-D values), written in the dict's order.
+      features: name -> ("int64" | "float", 1-D values or packed payload bytes), written in the
+        dict's order.
     """
     entries = []
     for name, (kind, values) in features.items():
