@@ -13,7 +13,7 @@ from albert_tf.checkpoint import load_checkpoint_dir
 from albert_tf.cli import main
 from albert_tf.config import AlbertConfig
 from albert_tf.convert.tf1 import load_tf1_checkpoint, read_tf1_checkpoint
-from albert_tf.errors import CheckpointError
+from albert_tf.errors import CheckpointError, ConfigError
 
 FIXTURES = ("albert_tf1_tiny", "albert_tf1_groups")
 
@@ -162,3 +162,100 @@ def test_missing_checkpoint_and_hf_dir_without_safetensors(fixtures_dir, tmp_pat
     err = capsys.readouterr().err
     assert "has no model.safetensors" in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+# === Hugging Face layout, without torch: the TF1 fixture rewritten as HF safetensors ===
+
+HF_KEYS = [
+    "embeddings.word_embeddings.weight",
+    "embeddings.position_embeddings.weight",
+    "embeddings.token_type_embeddings.weight",
+    "embeddings.LayerNorm.weight",
+    "embeddings.LayerNorm.bias",
+    "encoder.embedding_hidden_mapping_in.weight",
+    "encoder.embedding_hidden_mapping_in.bias",
+    "pooler.weight",
+    "pooler.bias",
+    *[
+        f"encoder.albert_layer_groups.{{g}}.albert_layers.{{i}}.{part}.{kind}"
+        for part in (
+            "attention.query",
+            "attention.key",
+            "attention.value",
+            "attention.dense",
+            "attention.LayerNorm",
+            "ffn",
+            "ffn_output",
+            "full_layer_layer_norm",
+        )
+        for kind in ("weight", "bias")
+    ],
+]
+HEAD_KEYS = [
+    "predictions.dense.weight",
+    "predictions.dense.bias",
+    "predictions.LayerNorm.weight",
+    "predictions.LayerNorm.bias",
+    "predictions.bias",
+    "sop_classifier.classifier.weight",
+    "sop_classifier.classifier.bias",
+]
+
+
+def write_hf_dir(fixture: Path, directory: Path, prefix: str = "albert.") -> None:
+    """The TF1 fixture's weights under HF names ([out, in] linear weights), with config.json."""
+    from safetensors.numpy import save_file
+
+    from albert_tf.convert.hf import target_of
+    from albert_tf.convert.tf1 import PREFIXES
+
+    config = json.loads((fixture / "albert_config.json").read_text())
+    ours = {}
+    for name, array in read_tf1_checkpoint(fixture / "model.ckpt").items():
+        for source, target in PREFIXES:
+            if name.startswith(source):
+                ours[target + name[len(source) :]] = array
+    blocks = [
+        (g, i) for g in range(config["num_hidden_groups"]) for i in range(config["inner_group_num"])
+    ]
+    keys = {key.format(g=g, i=i) for key in HF_KEYS for g, i in blocks} | set(HEAD_KEYS)
+    tensors = {}
+    for key in keys:
+        name, transpose = target_of(key)
+        array = ours[name]
+        tensors[("" if key.startswith(("predictions", "sop")) else prefix) + key] = (
+            np.ascontiguousarray(array.T if transpose else array)
+        )
+    tensors["predictions.decoder.weight"] = tensors[prefix + "embeddings.word_embeddings.weight"]
+    directory.mkdir()
+    save_file(tensors, str(directory / "model.safetensors"))
+    act = {"gelu": "gelu_new", "relu": "relu"}[config["hidden_act"]]
+    hf_config = config | {"model_type": "albert", "hidden_act": act, "layer_norm_eps": 1e-12}
+    (directory / "config.json").write_text(json.dumps(hf_config))
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_hf_layout_of_the_tf1_fixture_reproduces_original_outputs(fixtures_dir, tmp_path, name):
+    from albert_tf.convert.hf import load_hf_checkpoint
+
+    write_hf_dir(fixtures_dir / name, tmp_path / "hf")
+    model = load_hf_checkpoint(tmp_path / "hf")
+    assert_matches_reference(model.encoder, model.mlm_head, model.sop_head, fixtures_dir / name)
+
+
+def test_hf_failures(fixtures_dir, tmp_path):
+    from albert_tf.convert.hf import config_from_hf, load_hf_checkpoint
+
+    base = json.loads((fixtures_dir / "albert_tf1_tiny" / "albert_config.json").read_text())
+    assert config_from_hf(base | {"hidden_act": "gelu"}).hidden_act == "gelu_exact"
+    assert config_from_hf(base | {"hidden_act": "gelu_new"}).hidden_act == "gelu"
+    with pytest.raises(ConfigError, match="hidden_act 'quick_gelu'"):
+        config_from_hf(base | {"hidden_act": "quick_gelu"})
+    with pytest.raises(ConfigError, match="layer_norm_eps"):
+        config_from_hf(base | {"layer_norm_eps": 1e-5})
+    with pytest.raises(ConfigError, match="assign layers to groups differently"):
+        config_from_hf(base | {"num_hidden_layers": 22, "num_hidden_groups": 22})
+    write_hf_dir(fixtures_dir / "albert_tf1_tiny", tmp_path / "hf")
+    (tmp_path / "hf" / "model.safetensors").write_bytes(b"not safetensors")
+    with pytest.raises(CheckpointError, match="cannot read"):
+        load_hf_checkpoint(tmp_path / "hf")
