@@ -1,8 +1,10 @@
 """`create_pretraining_data`: corpus -> sharded TFRecords of n-gram MLM + SOP instances.
 
 Streaming with bounded memory: the main process reads documents one at a time and sends batches
-to worker processes; at most `2 * num_workers` batches are in flight, and results come back in
-corpus order, so the output is the same for any number of workers.
+of about `BATCH_BYTES` of text to worker processes; at most `2 * num_workers` batches are in
+flight, and results come back in corpus order, so the output is the same for any number of
+workers. Memory is bounded by those batches, the shuffle buffer and the largest document (a
+document is held whole: a file without blank lines is one document).
 
 Shuffling. The original holds every instance in memory and shuffles them all; that does not
 scale. Here each instance is assigned to a shard by a draw from its document's generator, and
@@ -22,7 +24,7 @@ import multiprocessing
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -69,10 +71,10 @@ def _batches(documents: Iterable[tuple[list[str], int]]) -> Iterator[tuple[list,
 
 
 def _ordered_map(
-    fn: Callable, items: Iterable, num_workers: int, settings: Settings
-) -> Iterator[tuple[Any, Any]]:
-    """Yields `(item_tag, fn(item))` in input order for `(item, tag)` pairs, with at most
-    `2 * num_workers` items in flight (so a huge corpus is never read ahead into memory)."""
+    items: Iterable[tuple[list, Any]], num_workers: int, settings: Settings
+) -> Iterator[tuple[Any, tuple[list[tuple[int, bytes]], Counters]]]:
+    """Yields `(tag, DocumentProcessor.process(batch))` in input order for `(batch, tag)` pairs,
+    with at most `2 * num_workers` batches in flight (a huge corpus is never read ahead)."""
     if num_workers <= 1:
         processor = DocumentProcessor(settings)
         for item, tag in items:
@@ -83,7 +85,7 @@ def _ordered_map(
     with context.Pool(num_workers, initializer=init_worker, initargs=(settings,)) as pool:
         pending: collections.deque = collections.deque()
         for item, tag in items:
-            pending.append((tag, pool.apply_async(fn, (item,))))
+            pending.append((tag, pool.apply_async(process_in_worker, (item,))))
             if len(pending) >= 2 * num_workers:
                 tag, result = pending.popleft()
                 yield tag, result.get()
@@ -142,9 +144,7 @@ def _fill(
     )
     with bar:
         batches = _batches(iter_documents(files))
-        for num_bytes, (records, counters) in _ordered_map(
-            process_in_worker, batches, num_workers, settings
-        ):
+        for num_bytes, (records, counters) in _ordered_map(batches, num_workers, settings):
             for shard, record in records:
                 shards[shard].add(record)
             totals.add(counters)
