@@ -40,13 +40,19 @@ def run(args: argparse.Namespace) -> int:
         from albert_tf.convert.tf1 import convert_tf1_checkpoint
 
         path = convert_tf1_checkpoint(
-            args.tf1_checkpoint, args.config, args.output, args.sp_model, args.overwrite
+            args.tf1_checkpoint,
+            args.config,
+            args.output,
+            sp_model=args.sp_model,
+            overwrite=args.overwrite,
         )
     else:
         if args.config:
             raise ConfigError("--config is read from the Hugging Face directory's config.json")
         from albert_tf.convert.hf import convert_hf_checkpoint
 
-        path = convert_hf_checkpoint(args.hf_checkpoint, args.output, args.sp_model, args.overwrite)
+        path = convert_hf_checkpoint(
+            args.hf_checkpoint, args.output, sp_model=args.sp_model, overwrite=args.overwrite
+        )
     print(f"wrote {path}")
     return 0

@@ -29,6 +29,7 @@ class ConvertedModel:
     def save(
         self,
         output_dir: str | os.PathLike,
+        *,
         sp_model: str | os.PathLike | None = None,
         overwrite: bool = False,
     ) -> Path:

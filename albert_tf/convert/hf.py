@@ -210,6 +210,7 @@ def load_hf_checkpoint(path: str | os.PathLike) -> ConvertedModel:
 def convert_hf_checkpoint(
     path: str | os.PathLike,
     output_dir: str | os.PathLike,
+    *,
     sp_model: str | os.PathLike | None = None,
     overwrite: bool = False,
 ) -> Path:

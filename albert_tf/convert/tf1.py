@@ -86,6 +86,7 @@ def convert_tf1_checkpoint(
     checkpoint: str | os.PathLike,
     config_path: str | os.PathLike,
     output_dir: str | os.PathLike,
+    *,
     sp_model: str | os.PathLike | None = None,
     overwrite: bool = False,
 ) -> Path:
