@@ -111,6 +111,15 @@ def batched_outputs(
     return {name: np.concatenate(values) for name, values in pieces.items()}
 
 
+def _trim_to_longest(task: str, inputs: dict, targets):
+    """Cuts a batch's padding to its longest sequence (training cost follows real lengths)."""
+    length = tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=-1))
+    inputs = {k: v[..., :length] for k, v in inputs.items()}  # [B, L] or [B, C, L]
+    if task == "tag":
+        targets = targets[:, :length]  # [B, L]
+    return inputs, targets
+
+
 def _is_better(value: float, best: float | None) -> bool:
     return best is None or (not math.isnan(value) and value > best)
 
@@ -187,9 +196,11 @@ def finetune(
             tf.data.Dataset.from_tensor_slices((train.inputs, train.labels))
             .shuffle(num_rows, seed=run.seed, reshuffle_each_iteration=True)
             .batch(run.batch_size)
+            .map(lambda x, y: _trim_to_longest(settings.task, x, y))
         )
 
-        @tf.function
+        # One trace for every batch: lengths vary after trimming, so the signature leaves them open.
+        @tf.function(input_signature=list(dataset.element_spec))
         def train_step(inputs, targets):
             with tf.GradientTape() as tape:
                 loss = task_loss(settings.task, model(inputs, training=True), targets)
