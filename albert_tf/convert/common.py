@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
+from tqdm import tqdm
 
 from albert_tf.checkpoint import save_checkpoint_dir
 from albert_tf.config import AlbertConfig
@@ -81,7 +82,8 @@ def assign_checked(
     missing = sorted(set(targets) - set(values))
     if missing:
         raise CheckpointError(f"{source}: missing variable(s) for {', '.join(missing)}")
-    for name, variable in targets.items():
+    # Progress on a terminal only (tqdm's disable=None): large models take a while.
+    for name, variable in tqdm(targets.items(), desc="converting", unit="var", disable=None):
         source_name, array = values[name]
         if tuple(array.shape) != tuple(variable.shape):
             raise CheckpointError(
