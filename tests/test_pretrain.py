@@ -136,11 +136,15 @@ def test_init_checkpoint_starts_from_its_weights(corpus, first_run, tmp_path):
     assert (tmp_path / "continued" / "spm.model").exists()  # taken from the init checkpoint
 
 
-def test_float16_trains_with_loss_scaling(corpus, tmp_path):
-    result = _run(corpus, tmp_path / "fp16", dtype="float16", train_steps=2, eval_data=None)
+def test_float16_with_loss_scaling_and_a_time_limit(corpus, tmp_path):
+    output = tmp_path / "fp16"
+    result = _run(corpus, output, dtype="float16", train_steps=50, max_minutes=1e-6)
     assert result.dtype == "float16"
-    assert all(np.isfinite(h["loss"]) for h in result.train_history)
-    roots = {n.split("/")[0] for n, _ in tf.train.list_variables(str(tmp_path / "fp16" / "ckpt-2"))}
+    assert result.stopped_early and result.step == 1  # out of time after the first step
+    assert np.isfinite(result.train_history[-1]["loss"])
+    assert tf.train.latest_checkpoint(str(output)).endswith("ckpt-1")
+    assert [e["step"] for e in result.eval_history] == [0, 1]
+    roots = {n.split("/")[0] for n, _ in tf.train.list_variables(str(output / "ckpt-1"))}
     assert "optimizer" in roots
 
 

@@ -27,12 +27,21 @@ TINY = AlbertConfig(
 
 
 def write_pretraining_records(
-    path, count, seq_length=16, predictions=4, vocab_size=50, seed=0, drop=(), metadata=True
+    path,
+    count,
+    seq_length=16,
+    predictions=4,
+    vocab_size=50,
+    seed=0,
+    drop=(),
+    metadata=True,
+    unmasked=False,
 ):
     """Writes `count` random but well-formed pretraining Examples (the original's features).
 
     `drop` names features to leave out. With `metadata`, writes metadata.json beside the file
-    (max_seq_length, max_predictions_per_seq, vocab_size, num_instances).
+    (max_seq_length, max_predictions_per_seq, vocab_size, num_instances). `unmasked` writes
+    `--no-mask` records (token_boundary instead of the masked_lm features).
     """
     rng = np.random.default_rng(seed)
 
@@ -60,6 +69,10 @@ def write_pretraining_records(
                 ),
                 "next_sentence_labels": ints([rng.integers(0, 2)]),
             }
+            if unmasked:
+                for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+                    del features[name]
+                features["token_boundary"] = ints(rng.integers(0, 2, seq_length) * mask)
             for name in drop:
                 del features[name]
             example = tf.train.Example(features=tf.train.Features(feature=features))
@@ -72,6 +85,9 @@ def write_pretraining_records(
                     max_predictions_per_seq=predictions,
                     vocab_size=vocab_size,
                     num_instances=count,
+                    masked=not unmasked,
+                    special_ids=dict(pad=0, unk=1, cls=2, sep=3, mask=4),
+                    settings=dict(masked_lm_prob=0.15, ngram=3),
                 )
             )
         )
@@ -185,6 +201,25 @@ def test_eval_dataset_pads_the_last_batch_with_zero_weight(tmp_path):
     assert len(halves) == 6 and all(b["input_word_ids"].shape == (4, 16) for b in halves)
     assert sum(b["example_weight"].sum() for b in halves) == 20
     assert len(_numpy(data_lib.eval_dataset(spec, 8, max_examples=16))) == 2
+
+
+def test_unmasked_shards_are_masked_in_the_pipeline_reproducibly(tmp_path):
+    write_pretraining_records(tmp_path / "u.tfrecord", 24, seed=5, unmasked=True)
+    spec = data_lib.inspect_data(str(tmp_path / "u.tfrecord"), TINY)
+    assert spec.dynamic_masking["mask_id"] == 4 and spec.max_predictions_per_seq == 4
+    first = _numpy(data_lib.train_dataset(spec, 8, seed=1).take(4))
+    resumed = _numpy(data_lib.train_dataset(spec, 8, seed=1, skip_steps=1).take(3))
+    for a, b in zip(first[1:], resumed, strict=True):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+    for batch in first:
+        assert batch["masked_lm_positions"].shape == (8, 4)
+        assert (batch["masked_lm_weights"].sum(axis=1) >= 1).all()
+        lengths = batch["input_mask"].sum(axis=1)
+        assert (batch["masked_lm_positions"].max(axis=1) < lengths).all()
+    evals = [_numpy(data_lib.eval_dataset(spec, 8)) for _ in range(2)]
+    for a, b in zip(*evals, strict=True):  # the same masks at every evaluation
+        np.testing.assert_array_equal(a["masked_lm_positions"], b["masked_lm_positions"])
 
 
 # === Losses ===

@@ -3,12 +3,14 @@
 Shards hold `tf.train.Example`s with the features in FEATURES (int64 except the float
 `masked_lm_weights`). `inspect_data` validates them against the model config (and the metadata
 JSON written beside them by create-pretraining-data) before anything else happens, so a wrong
-file fails with one DataError instead of deep inside a tf.data op.
+file fails with one DataError instead of deep inside a tf.data op. Shards written unmasked
+(`create-pretraining-data --no-mask`, metadata "masked": false) are masked in the pipeline by
+`preprocess.pretraining_data.dynamic_masking`, with new masks every epoch (RoBERTa-style).
 
 The training stream is deterministic for a given seed: files in sorted order through a seeded
 shuffle buffer, reshuffled each epoch, repeated forever (with a buffer at least as large as
 the data, every epoch is a permutation of all records). Resuming after `n` steps skips the first
-`n * global_batch_size` raw records, so a resumed run sees exactly the batches the uninterrupted
+`n * global_batch_size` examples, so a resumed run sees exactly the batches the uninterrupted
 run would have seen.
 """
 
@@ -35,6 +37,15 @@ FEATURES = {
     "next_sentence_labels": (tf.int64, "one"),
 }
 
+# Records written with `create-pretraining-data --no-mask`, masked in the pipeline instead.
+UNMASKED_FEATURES = {
+    "input_ids": (tf.int64, "seq"),
+    "input_mask": (tf.int64, "seq"),
+    "segment_ids": (tf.int64, "seq"),
+    "token_boundary": (tf.int64, "seq"),
+    "next_sentence_labels": (tf.int64, "one"),
+}
+
 # Keys of a batch as the trainer sees it: the model's inputs plus the labels.
 MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 LABELS = ("masked_lm_ids", "masked_lm_weights", "sentence_order_label", "example_weight")
@@ -48,6 +59,9 @@ class DataSpec:
     max_seq_length: int
     max_predictions_per_seq: int
     num_instances: int | None = None  # from the metadata JSON, when there is one
+    # For unmasked shards: keyword arguments of dynamic_masking.dynamic_mask (masks are drawn
+    # in the pipeline, new ones every epoch); None for masked shards.
+    dynamic_masking: dict | None = None
 
 
 def list_files(patterns: str | list[str]) -> list[str]:
@@ -75,23 +89,26 @@ def _first_example(path: str) -> tf.train.Example:
     raise DataError(f"{path} holds no records")
 
 
-def _example_shapes(path: str) -> tuple[int, int]:
+def _example_shapes(path: str, masked: bool = True) -> tuple[int, int]:
+    """(max_seq_length, max_predictions_per_seq or 0 for unmasked records) of a shard."""
     features = _first_example(path).features.feature
-    missing = [name for name in FEATURES if name not in features]
+    expected = FEATURES if masked else UNMASKED_FEATURES
+    missing = [name for name in expected if name not in features]
     if missing:
+        kind = "pretraining data" if masked else "unmasked (--no-mask) pretraining data"
         raise DataError(
-            f"{path} is not pretraining data: missing feature(s) {', '.join(missing)} "
+            f"{path} is not {kind}: missing feature(s) {', '.join(missing)} "
             "(write it with `albert-tf create-pretraining-data`)"
         )
-    lengths = {}
-    for name, (dtype, kind) in FEATURES.items():
+    lengths: dict[str, dict[str, int]] = {}
+    for name, (dtype, kind) in expected.items():
         feature = features[name]
         values = feature.float_list.value if dtype == tf.float32 else feature.int64_list.value
         lengths.setdefault(kind, {})[name] = len(values)
     for kind, by_name in lengths.items():
         if len(set(by_name.values())) != 1 or (kind == "one" and set(by_name.values()) != {1}):
             raise DataError(f"{path}: features have inconsistent lengths {by_name}")
-    return next(iter(lengths["seq"].values())), next(iter(lengths["pred"].values()))
+    return next(iter(lengths["seq"].values())), next(iter(lengths.get("pred", {}).values()), 0)
 
 
 def find_metadata(files: list[str]) -> dict | None:
@@ -115,7 +132,9 @@ def inspect_data(patterns: str | list[str], config: AlbertConfig) -> DataSpec:
     `config.vocab_size`; max_seq_length <= config.max_position_embeddings.
     """
     files = list_files(patterns)
-    shapes = {f: _example_shapes(f) for f in files}
+    metadata = find_metadata(files) or {}
+    masked = metadata.get("masked", True) is not False
+    shapes = {f: _example_shapes(f, masked) for f in files}
     distinct = sorted(set(shapes.values()))
     if len(distinct) != 1:
         raise DataError(
@@ -123,7 +142,10 @@ def inspect_data(patterns: str | list[str], config: AlbertConfig) -> DataSpec:
             + ", ".join(f"{Path(f).name}={s}" for f, s in list(shapes.items())[:4])
         )
     seq_length, predictions = distinct[0]
-    metadata = find_metadata(files) or {}
+    dynamic_masking = None
+    if not masked:
+        predictions = int(metadata.get("max_predictions_per_seq", 20))
+        dynamic_masking = _dynamic_masking_args(metadata, config, predictions)
     for key, value in (("max_seq_length", seq_length), ("max_predictions_per_seq", predictions)):
         if key in metadata and int(metadata[key]) != value:
             raise DataError(
@@ -145,7 +167,25 @@ def inspect_data(patterns: str | list[str], config: AlbertConfig) -> DataSpec:
         max_seq_length=seq_length,
         max_predictions_per_seq=predictions,
         num_instances=int(num_instances) if num_instances is not None else None,
+        dynamic_masking=dynamic_masking,
     )
+
+
+def _dynamic_masking_args(metadata: dict, config: AlbertConfig, predictions: int) -> dict:
+    special = metadata.get("special_ids") or {}
+    missing = [k for k in ("mask", "cls", "sep") if k not in special]
+    if missing:
+        raise DataError(f"unmasked data's metadata lacks special_ids {', '.join(missing)}")
+    settings = metadata.get("settings") or {}
+    return {
+        "vocab_size": config.vocab_size,
+        "mask_id": int(special["mask"]),
+        "cls_id": int(special["cls"]),
+        "sep_id": int(special["sep"]),
+        "max_predictions_per_seq": predictions,
+        "masked_lm_prob": float(settings.get("masked_lm_prob", 0.15)),
+        "ngram": int(settings.get("ngram", 3)),
+    }
 
 
 def _feature_spec(spec: DataSpec) -> dict[str, tf.io.FixedLenFeature]:
@@ -162,7 +202,11 @@ def parse_batch(serialized: tf.Tensor, spec: DataSpec) -> dict[str, tf.Tensor]:
     masked_lm_positions, masked_lm_ids; float32 [B, P] masked_lm_weights; int32 [B]
     sentence_order_label; float32 [B] example_weight (all ones; zero marks eval padding).
     """
-    parsed = tf.io.parse_example(serialized, _feature_spec(spec))
+    return to_model_batch(tf.io.parse_example(serialized, _feature_spec(spec)))
+
+
+def to_model_batch(parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The record features of a batch (int64/float32, see FEATURES) as a model batch."""
     ints = {k: tf.cast(v, tf.int32) for k, v in parsed.items() if v.dtype == tf.int64}
     return {
         "input_word_ids": ints["input_ids"],
@@ -174,6 +218,14 @@ def parse_batch(serialized: tf.Tensor, spec: DataSpec) -> dict[str, tf.Tensor]:
         "sentence_order_label": tf.squeeze(ints["next_sentence_labels"], axis=1),  # [B]
         "example_weight": tf.ones_like(parsed["masked_lm_weights"][:, 0]),
     }
+
+
+def _masked_examples(records: tf.data.Dataset, spec: DataSpec, seed: int) -> tf.data.Dataset:
+    """Unmasked records -> examples with the seven masked features (fresh masks per element)."""
+    from preprocess.pretraining_data.dynamic_masking import dynamically_masked, parse_unmasked
+
+    parsed = records.map(lambda r: parse_unmasked(r, spec.max_seq_length))
+    return dynamically_masked(parsed, seed=seed, **spec.dynamic_masking)
 
 
 def _records(spec: DataSpec) -> tf.data.Dataset:
@@ -227,16 +279,17 @@ def train_dataset(
         )
     per_replica = global_batch_size // num_replicas
     records = (
-        _records(spec)
-        .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        .repeat()
-        .skip(skip_steps * global_batch_size)
+        _records(spec).shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
     )
-    batches = records.batch(per_replica, drop_remainder=True)
+    if spec.dynamic_masking is None:
+        examples, to_batch = records, lambda s: parse_batch(s, spec)
+    else:
+        examples, to_batch = _masked_examples(records, spec, seed), to_model_batch
+    batches = examples.skip(skip_steps * global_batch_size).batch(per_replica, drop_remainder=True)
     batches = _shard_global_batches(
         batches, num_replicas // num_pipelines, num_pipelines, pipeline_id
     )
-    return batches.map(lambda s: parse_batch(s, spec)).prefetch(tf.data.AUTOTUNE)
+    return batches.map(to_batch).prefetch(tf.data.AUTOTUNE)
 
 
 def eval_dataset(
@@ -260,7 +313,10 @@ def eval_dataset(
     records = _records(spec)
     if max_examples is not None:
         records = records.take(max_examples)
-    parsed = records.batch(1024).map(lambda s: parse_batch(s, spec)).unbatch()
+    if spec.dynamic_masking is None:
+        parsed = records.batch(1024).map(lambda s: parse_batch(s, spec)).unbatch()
+    else:  # the same masks at every evaluation: a fixed seed, restarted with each pass
+        parsed = _masked_examples(records, spec, seed=0).batch(1024).map(to_model_batch).unbatch()
     padding = parsed.take(1).map(lambda ex: tf.nest.map_structure(tf.zeros_like, ex)).repeat()
     filled = parsed.concatenate(padding.take(global_batch_size - 1))
     batches = filled.batch(global_batch_size, drop_remainder=True)
