@@ -124,7 +124,8 @@ class NgramMasker:
                     break
                 stop_at = 0
             w = int(candidates[rng.integers(len(candidates))])
-            covered[w + 1 :] += np.minimum(np.arange(1, num_words - w + 1), n)
+            covered[w + 1 : w + n] += np.arange(1, n, dtype=np.int32)
+            covered[w + n :] += n
             count += int(bounds[w + n] - bounds[w])
             ngram_lengths.append(n)
         word_covered = np.diff(covered) > 0
