@@ -23,12 +23,18 @@ def _temp_sibling(target: Path, is_dir: bool) -> Path:
     prefix = f".{target.name}.tmp-"
     try:
         if is_dir:
-            return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-        fd, name = tempfile.mkstemp(prefix=prefix, dir=parent)
-        os.close(fd)
-        return Path(name)
+            path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        else:
+            fd, name = tempfile.mkstemp(prefix=prefix, dir=parent)
+            os.close(fd)
+            path = Path(name)
     except OSError as e:
         raise OutputError(f"cannot write in {parent}: {e.strerror}") from None
+    # mkdtemp/mkstemp create owner-only entries; give the final output the usual umask mode.
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod((0o777 if is_dir else 0o666) & ~umask)
+    return path
 
 
 def check_output_path(path: str | os.PathLike, overwrite: bool = False) -> Path:

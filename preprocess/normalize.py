@@ -29,6 +29,9 @@ def preprocess_text(text: str | bytes, lower: bool = True) -> str:
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     text = " ".join(text.split())
+    if text.isascii():
+        # NFKD leaves ASCII unchanged and ASCII has no combining marks: skip the per-char pass.
+        return text.lower() if lower else text
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if not unicodedata.combining(c))
     if lower:
