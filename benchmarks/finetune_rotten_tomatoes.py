@@ -111,6 +111,12 @@ def main() -> None:
     parser.add_argument(
         "--inits", nargs="+", default=["pretrained", "random"], choices=["pretrained", "random"]
     )
+    parser.add_argument(
+        "--runs", help="directory of per-run outputs and results (default WORK/runs)"
+    )
+    parser.add_argument(
+        "--results", default=str(RESULTS / "finetune_rotten_tomatoes.json"), help="summary JSON"
+    )
     parser.add_argument("--rerun", action="store_true", help="redo runs that already have results")
     args = parser.parse_args()
 
@@ -121,12 +127,13 @@ def main() -> None:
     pretrained = Path(args.pretrained)
     work = Path(args.work)
     paths = split(fetch(work), work / "split")
+    runs_dir = Path(args.runs) if args.runs else work / "runs"
     runs = []
     for init in args.inits:
         for seed in args.seeds:
             started = time.time()
-            output = work / "runs" / f"{init}-seed{seed}"
-            done = work / "runs" / f"{init}-seed{seed}.json"
+            output = runs_dir / f"{init}-seed{seed}"
+            done = runs_dir / f"{init}-seed{seed}.json"
             if done.is_file() and not args.rerun:
                 runs.append(json.loads(done.read_text()))
                 print(f"{init} seed {seed}: kept earlier result {done}", flush=True)
@@ -174,12 +181,12 @@ def main() -> None:
             f"{init:10s} test accuracy {summary[init]['test_accuracy_mean']:.4f} "
             f"± {summary[init]['test_accuracy_std']:.4f} (n={len(accuracies)})"
         )
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     settings = dict(vars(args))
     counts = {
         name: len(p.read_text(encoding="utf-8").splitlines()) - 1 for name, p in paths.items()
     }
-    (RESULTS / "finetune_rotten_tomatoes.json").write_text(
+    Path(args.results).write_text(
         json.dumps(
             {"settings": settings, "split_sizes": counts, "runs": runs, "summary": summary},
             indent=2,
