@@ -63,17 +63,17 @@ def _check_arguments(
     if not (checkpoint_dir / CONFIG_FILE).is_file():
         raise CheckpointError(f"checkpoint directory {checkpoint_dir} has no {CONFIG_FILE}")
     config = AlbertConfig.from_json_file(checkpoint_dir / CONFIG_FILE)
-    if seq_length > config.max_position_embeddings:
-        raise ExportError(
-            f"seq_length {seq_length} exceeds the model's max_position_embeddings "
-            f"{config.max_position_embeddings}"
-        )
     if sp_model is None and (checkpoint_dir / SP_MODEL_FILE).is_file():
         sp_model = checkpoint_dir / SP_MODEL_FILE
     if sp_model is not None:
         from export.encoder import check_sp_model
 
         check_sp_model(sp_model, config)
+    if seq_length > config.max_position_embeddings:
+        raise ExportError(
+            f"seq_length {seq_length} exceeds the model's max_position_embeddings "
+            f"{config.max_position_embeddings}; lower --seq-length"
+        )
     return None if sp_model is None else Path(sp_model)
 
 
@@ -110,11 +110,20 @@ def export_bundle(
         tqdm(total=steps, desc="export", unit="step") as progress,
     ):
         if checkpoint_dir is not None:
+            import tensorflow as tf
+
             from albert_tf.checkpoint import load_checkpoint_dir
             from export.encoder import save_encoder
 
             progress.set_postfix_str("loading checkpoint")
-            checkpoint = load_checkpoint_dir(checkpoint_dir)
+            try:
+                checkpoint = load_checkpoint_dir(checkpoint_dir)
+            except (tf.errors.OpError, IndexError) as e:
+                # TF's checkpoint reader raises these for truncated or corrupt files.
+                reason = (getattr(e, "message", None) or str(e)).strip().splitlines()[0]
+                raise CheckpointError(
+                    f"cannot read checkpoint {checkpoint_dir}: {reason}"
+                ) from None
             progress.update()
             progress.set_postfix_str("encoder SavedModel")
             save_encoder(tmp / ENCODER_DIR, checkpoint.encoder, checkpoint.mlm_head, sp_model)

@@ -15,6 +15,8 @@ dynamic) -> dict of float32 `pooled_output [B, H]`, `default` (the same values),
 Assets: `albert_config_file` (albert_config.json) and, when known, `sp_model_file` (spm.model).
 Signature `serving_default`: the three ids as named inputs -> `pooled_output`, `default`,
 `sequence_output`, `encoder_outputs_{i}` (a signature's outputs must be a flat dict).
+Endpoints `serve` / `serve_training` (Keras 3 `keras.layers.TFSMLayer(path)` and its
+`call_training_endpoint`): the root call with training False / True, one dict argument.
 """
 
 from __future__ import annotations
@@ -96,19 +98,35 @@ def build_hub_module(encoder: AlbertEncoder, mlm_head: MaskedLMHead | None = Non
         for training in (False, True):
             mlm_fn.get_concrete_function(_ids_specs(MLM_INPUTS), training=training)
 
+    # Keras 3 `TFSMLayer` endpoints (its default `call_endpoint` is "serve"): one dict in, as
+    # Keras' own `model.export()` writes them.
+    specs = [_ids_specs(ENCODER_INPUTS)]
+    root.serve = tf.function(
+        lambda inputs: encode_fn(inputs, training=False), specs, autograph=False
+    )
+    root.serve_training = tf.function(
+        lambda inputs: encode_fn(inputs, training=True), specs, autograph=False
+    )
+    for endpoint in (root.serve, root.serve_training):
+        endpoint.get_concrete_function()
+    return root
+
+
+def serving_signature(module: tf.Module) -> tf.types.experimental.ConcreteFunction:
+    """`serving_default` for TF Serving: the three ids as named inputs, flat outputs."""
+
     @tf.function(input_signature=list(_ids_specs(ENCODER_INPUTS).values()), autograph=False)
     def serve(input_word_ids, input_mask, input_type_ids):
         inputs = dict(
             input_word_ids=input_word_ids, input_mask=input_mask, input_type_ids=input_type_ids
         )
-        outputs = encode_fn(inputs, training=False)
+        outputs = module.serve(inputs)
         flat = {key: outputs[key] for key in ("pooled_output", "default", "sequence_output")}
         for i, block_output in enumerate(outputs["encoder_outputs"]):
             flat[f"encoder_outputs_{i}"] = block_output
         return flat
 
-    root.serving_default = serve
-    return root
+    return serve.get_concrete_function()
 
 
 def sp_model_vocab_size(sp_model: str | os.PathLike) -> int:
@@ -158,6 +176,7 @@ def save_encoder(
     )
     with tracing:
         module = build_hub_module(encoder, mlm_head)
+        signature = serving_signature(module)
     with tempfile.TemporaryDirectory(prefix="albert-export-assets-") as staging:
         config_file = Path(staging) / CONFIG_ASSET
         config.to_json_file(config_file)
@@ -166,7 +185,5 @@ def save_encoder(
             sp_file = Path(staging) / SP_MODEL_ASSET
             shutil.copyfile(sp_model, sp_file)
             module.sp_model_file = tf.saved_model.Asset(str(sp_file))
-        tf.saved_model.save(
-            module, str(output_dir), signatures={"serving_default": module.serving_default}
-        )
+        tf.saved_model.save(module, str(output_dir), signatures={"serving_default": signature})
     return module

@@ -145,3 +145,91 @@ def assert_mixed_precision_close(
         scale = float(np.abs(np.asarray(e)).max())
         np.testing.assert_allclose(np.asarray(a), np.asarray(e), atol=rtol * scale)
     return actual
+
+
+# === Exported TF-Hub bundles (tests/test_export.py, test_hub.py, test_tflite.py) ===
+
+_SESSION_ARTIFACTS: dict[str, Any] = {}
+
+
+def session_artifact(name: str, build: Callable[[], Any]) -> Any:
+    """`build()` once per test process for `name`, shared by every test file that asks.
+
+    Exports take seconds each; session fixtures of different files cannot share one instance.
+    """
+    if name not in _SESSION_ARTIFACTS:
+        _SESSION_ARTIFACTS[name] = build()
+    return _SESSION_ARTIFACTS[name]
+
+
+def export_groups_fixture(directory: Path, fixtures_dir: Path) -> dict[str, Any]:
+    """Converts `albert_tf1_groups` into `directory/checkpoint`, exports it with TFLite at the
+    fixture's sequence length into `directory/hub`; returns paths, the restored source model
+    and the fixture's reference outputs."""
+    from albert_tf.checkpoint import load_checkpoint_dir
+    from albert_tf.convert.tf1 import convert_tf1_checkpoint
+    from export.bundle import export_bundle
+
+    source = fixtures_dir / "albert_tf1_groups"
+    reference = dict(np.load(source / "reference_outputs.npz"))
+    checkpoint = convert_tf1_checkpoint(
+        source / "model.ckpt", source / "albert_config.json", directory / "checkpoint"
+    )
+    seq_length = reference["input_word_ids"].shape[1]
+    bundle = export_bundle(checkpoint, directory / "hub", seq_length=seq_length, tflite=True)
+    return dict(
+        checkpoint=checkpoint,
+        bundle=bundle,
+        source=load_checkpoint_dir(checkpoint),
+        reference=reference,
+    )
+
+
+def sp_vocab_config() -> AlbertConfig:
+    """A random-weight model for the fixture SentencePiece model (vocab 1000), with dropout,
+    large enough that its weights, not its graph, dominate a TFLite file."""
+    return AlbertConfig(
+        vocab_size=1000,
+        embedding_size=128,
+        hidden_size=256,
+        num_hidden_layers=2,
+        num_hidden_groups=1,
+        inner_group_num=1,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        max_position_embeddings=64,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+    )
+
+
+def export_sp_fixture(directory: Path, fixtures_dir: Path, seq_length: int = 32) -> dict:
+    """Saves a `sp_vocab_config()` checkpoint with the fixture `spm.model`, exports encoder,
+    preprocess and TFLite from it into `directory/hub`, then deletes the checkpoint directory
+    (the export's only sources), so every later load proves the assets are packaged."""
+    import shutil
+
+    from albert_tf.checkpoint import save_checkpoint_dir
+    from albert_tf.encoder import AlbertEncoder
+    from albert_tf.heads import MaskedLMHead
+    from export.bundle import export_bundle
+
+    config = sp_vocab_config()
+    keras.utils.set_random_seed(1)
+    encoder = AlbertEncoder(config)
+    mlm_head = MaskedLMHead(config, encoder.get_embedding_table())
+    sp_model = fixtures_dir / "tokenizer" / "spm.model"
+    checkpoint = save_checkpoint_dir(
+        directory / "checkpoint", config, encoder, mlm_head, sp_model=sp_model
+    )
+    bundle = export_bundle(checkpoint, directory / "hub", seq_length=seq_length, tflite=True)
+    shutil.rmtree(checkpoint)
+    return dict(
+        checkpoint=checkpoint,
+        bundle=bundle,
+        config=config,
+        encoder=encoder,
+        sp_model_bytes=sp_model.read_bytes(),
+        seq_length=seq_length,
+    )

@@ -1,0 +1,83 @@
+"""TFLite encoders (float32 and dynamic-range int8): names, size, drift against the SavedModel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from export.tflite import (
+    TFLITE_FILES,
+    pooled_output_drift,
+    saved_model_variable_bytes,
+    tflite_runner,
+)
+from tests import helpers
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@pytest.fixture(scope="module")
+def groups(tmp_path_factory, fixtures_dir):
+    return helpers.session_artifact(
+        "export_groups",
+        lambda: helpers.export_groups_fixture(tmp_path_factory.mktemp("groups"), fixtures_dir),
+    )
+
+
+@pytest.fixture(scope="module")
+def sp_export(tmp_path_factory, fixtures_dir):
+    return helpers.session_artifact(
+        "export_sp",
+        lambda: helpers.export_sp_fixture(tmp_path_factory.mktemp("sp_export"), fixtures_dir),
+    )
+
+
+def _interpreter(path):
+    from ai_edge_litert.interpreter import Interpreter
+
+    return Interpreter(model_path=str(path))
+
+
+@pytest.mark.parametrize("kind", ["float32", "int8"])
+def test_signature_names(groups, kind):
+    signature = _interpreter(groups["bundle"].tflite / TFLITE_FILES[kind]).get_signature_list()
+    assert signature == {
+        "serving_default": {
+            "inputs": sorted(ENCODER_INPUTS),
+            "outputs": ["pooled_output", "sequence_output"],
+        }
+    }
+
+
+@pytest.mark.parametrize("kind", ["float32", "int8"])
+def test_pooled_output_cosine_on_fixture_inputs(groups, kind):
+    loaded = tf.saved_model.load(str(groups["bundle"].encoder))
+    path = groups["bundle"].tflite / TFLITE_FILES[kind]
+    cosine = pooled_output_drift(path, loaded, groups["reference"])
+    assert cosine >= 0.99
+    if kind == "float32":
+        assert cosine > 0.99999
+        outputs = tflite_runner(path)(groups["reference"])
+        np.testing.assert_allclose(
+            outputs["pooled_output"], groups["reference"]["pooled_output"], atol=1e-4
+        )
+    assert groups["bundle"].tflite_report[f"{kind}_pooled_cosine"] >= 0.99
+
+
+def test_int8_is_at_most_30_percent_of_float_variables(sp_export):
+    bundle = sp_export["bundle"]
+    variable_bytes = saved_model_variable_bytes(bundle.encoder)
+    int8_bytes = (bundle.tflite / TFLITE_FILES["int8"]).stat().st_size
+    float_bytes = (bundle.tflite / TFLITE_FILES["float32"]).stat().st_size
+    assert int8_bytes <= 0.30 * variable_bytes, (int8_bytes, variable_bytes)
+    assert int8_bytes < 0.35 * float_bytes
+    assert bundle.tflite_report["int8_bytes"] == int8_bytes
+    assert bundle.tflite_report["int8_pooled_cosine"] >= 0.99
+
+
+def test_batch_is_resized(sp_export):
+    run = tflite_runner(sp_export["bundle"].tflite / TFLITE_FILES["float32"])
+    for batch in (1, 5):
+        inputs = helpers.make_inputs(sp_export["config"], batch=batch, seq=sp_export["seq_length"])
+        assert run(inputs)["pooled_output"].shape == (batch, 256)
