@@ -199,12 +199,15 @@ def test_gradient_tape_loop_through_hub_load(sp_export):
             )
         variables = list(encoder.trainable_variables) + head.trainable_variables
         gradients = tape.gradient(loss, variables)
-        # A persistent tape answers a second time, with the same encoder gradients.
-        again = tape.gradient(loss, encoder.trainable_variables)
-        del tape
         assert all(g is not None for g in gradients)
-        for first, second in zip(gradients, again, strict=False):
-            np.testing.assert_array_equal(tf.convert_to_tensor(first), tf.convert_to_tensor(second))
+        if step == 0:
+            # A persistent tape answers a second time, with the same encoder gradients.
+            again = tape.gradient(loss, encoder.trainable_variables)
+            for first, second in zip(gradients, again, strict=False):
+                np.testing.assert_array_equal(
+                    tf.convert_to_tensor(first), tf.convert_to_tensor(second)
+                )
+        del tape
         optimizer.apply_gradients(zip(gradients, variables, strict=True))
         losses.append(float(loss))
     assert _fell(losses), losses
