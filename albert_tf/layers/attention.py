@@ -26,7 +26,8 @@ class SelfAttention(keras.layers.Layer):
 
     Sublayers `self/query`, `self/key`, `self/value` and `output/dense` hold [H, H] kernels as in
     the original checkpoint. Call: `x [B, S, H]`, `bias [B, 1, 1, S]` float32 -> `[B, S, H]`.
-    Logits and softmax are computed in float32 under mixed precision.
+    Logits and softmax are computed in float32, except under a bfloat16 policy (same range as
+    float32; the softmax output is rounded to bfloat16 either way).
     """
 
     def __init__(self, config: AlbertConfig, **kwargs: Any) -> None:
@@ -47,22 +48,28 @@ class SelfAttention(keras.layers.Layer):
         self.output_dense = dense("output/dense")
         self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
 
-    def _split_heads(self, x: tf.Tensor) -> tf.Tensor:
-        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        return tf.reshape(x, [batch, seq, self.num_heads, self.head_size])  # [B, S, N, D]
-
     def call(self, x: tf.Tensor, bias: tf.Tensor, training: bool | None = None) -> tf.Tensor:
-        scale = tf.cast(1.0 / math.sqrt(self.head_size), x.dtype)
-        q = self._split_heads(self.query(x) * scale)
-        k = self._split_heads(self.key(x))
-        v = self._split_heads(self.value(x))
+        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+        hidden = self.config.hidden_size
+        # Dense layers on 2-D inputs: oneDNN fuses MatMul + BiasAdd (3-D inputs go through
+        # Tensordot reshapes that block the fusion).
+        flat = tf.reshape(x, [-1, hidden])  # [B*S, H]
+        heads = [batch, seq, self.num_heads, self.head_size]
+        scale = tf.cast(1.0 / math.sqrt(self.head_size), flat.dtype)
+        q = tf.reshape(self.query(flat) * scale, heads)  # [B, S, N, D]
+        k = tf.reshape(self.key(flat), heads)  # [B, S, N, D]
+        v = tf.reshape(self.value(flat), heads)  # [B, S, N, D]
         logits = tf.einsum("bqnd,bknd->bnqk", q, k)  # [B, N, S, S]
-        probs = tf.nn.softmax(tf.cast(logits, tf.float32) + bias, axis=-1)
+        if logits.dtype == tf.bfloat16:
+            # bfloat16 has float32's range: add the mask and normalize without two casts of
+            # the largest tensor here (oneDNN's softmax accumulates in float32 internally).
+            probs = tf.nn.softmax(logits + tf.cast(bias, logits.dtype), axis=-1)
+        else:
+            probs = tf.nn.softmax(tf.cast(logits, tf.float32) + bias, axis=-1)
         probs = self.dropout(tf.cast(probs, x.dtype), training=training)
         context = tf.einsum("bnqk,bknd->bqnd", probs, v)  # [B, S, N, D]
-        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        context = tf.reshape(context, [batch, seq, self.config.hidden_size])  # [B, S, H]
-        return self.output_dense(context)
+        context = tf.reshape(context, [-1, hidden])  # [B*S, H]
+        return tf.reshape(self.output_dense(context), [batch, seq, hidden])  # [B, S, H]
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "config": self.config.to_dict()}

@@ -34,7 +34,9 @@ class FeedForward(keras.layers.Layer):
         )
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
-        return self.output_dense(self.intermediate(x))
+        # 2-D dense layers: oneDNN fuses MatMul + BiasAdd + activation into one kernel.
+        flat = tf.reshape(x, [-1, self.config.hidden_size])  # [B*S, H]
+        return tf.reshape(self.output_dense(self.intermediate(flat)), tf.shape(x))  # [B, S, H]
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "config": self.config.to_dict()}
