@@ -5,8 +5,9 @@ wall time -> export TF-Hub encoder + preprocess modules -> load them with `hub.K
 fill-in-the-blank and sentence-similarity demos -> held-out top-5 accuracy of the masked-LM ->
 reload the modules in a new Python process.
 
-Everything lands in one output directory, written atomically (a temporary sibling renamed into
-place when the pipeline has finished):
+Everything lands in one output directory, built atomically (a temporary sibling renamed into
+place once the artifacts are complete); the demos and the new-process check then read the
+modules from there, and `results.json` is written last:
 
   corpus/corpus.txt, corpus/heldout.txt   the embedded corpus (preprocess/corpus.py)
   spm.model, spm.vocab                    the SentencePiece vocabulary
@@ -26,7 +27,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from albert_tf.errors import ConfigError, OutputError
@@ -160,37 +161,45 @@ def run_quickstart(
         export_bundle(str(checkpoint_dir), str(work / "hub"), sp_model=str(sp_model))
         steps.done(f"{target / 'hub'}: encoder/, preprocess/")
 
+        heldout = target / "corpus" / corpus.heldout.name
+
+    # The outputs are complete and in place: a new process reloads them while this one demos.
+    sentence = SIMILARITY_PAIRS[0][0]
+    reload = _start_new_process(target / "hub", sentence)
+    try:
         steps.start("Loading the modules with hub.KerasLayer: fill-in-the-blank and similarity")
-        demo = _Demo(work / "hub", sp_model)
+        demo = _Demo(target / "hub", target / sp_model.name)
         demo.fill_in_the_blank(log)
         demo.similarity(log)
         steps.done("demos done")
 
         steps.start(f"Measuring top-5 masked-LM accuracy on {EVAL_TOKENS} held-out tokens")
-        accuracy, counted = demo.heldout_top5_accuracy(corpus.heldout)
+        accuracy, counted = demo.heldout_top5_accuracy(heldout)
         chance = 5 / vocab_size
         steps.done(
             f"top-5 accuracy {accuracy:.1%} over {counted} masked tokens "
             f"(chance {chance:.2%}, {accuracy / chance:.0f}x chance)"
         )
-        reference = demo.pooled_output(SIMILARITY_PAIRS[0][0])
-        result = QuickstartResult(
-            out_dir=str(target),
-            encoder_dir=str(target / "hub" / "encoder"),
-            preprocess_dir=str(target / "hub" / "preprocess"),
-            checkpoint_dir=str(target / "pretrain"),
-            vocab_size=vocab_size,
-            pretrain_steps=pretrain_steps,
-            top5_accuracy=accuracy,
-            eval_tokens=counted,
-            chance=chance,
-            seconds=0.0,
-        )
 
-    steps.start("Reloading the modules with hub.KerasLayer in a new Python process")
-    drift = check_in_new_process(target / "hub", SIMILARITY_PAIRS[0][0], reference)
-    steps.done(f"pooled_output matches this process within {drift:.1e}")
-    result = replace(result, seconds=time.monotonic() - steps.started)
+        steps.start("Reloading the modules with hub.KerasLayer in a new Python process")
+        drift = _finish_new_process(reload, demo.pooled_output(sentence))
+        steps.done(f"pooled_output matches this process within {drift:.1e}")
+    finally:
+        if reload.poll() is None:
+            reload.kill()
+            reload.wait()
+    result = QuickstartResult(
+        out_dir=str(target),
+        encoder_dir=str(target / "hub" / "encoder"),
+        preprocess_dir=str(target / "hub" / "preprocess"),
+        checkpoint_dir=str(target / "pretrain"),
+        vocab_size=vocab_size,
+        pretrain_steps=pretrain_steps,
+        top5_accuracy=accuracy,
+        eval_tokens=counted,
+        chance=chance,
+        seconds=time.monotonic() - steps.started,
+    )
     with atomic_file(target / "results.json") as tmp:
         tmp.write_text(json.dumps(asdict(result), indent=2) + "\n")
     _print_next_steps(result, log)
@@ -342,7 +351,7 @@ class _Demo:
         return any(ch.isalnum() for ch in piece)
 
 
-# Run by check_in_new_process: loads both modules as a user would and prints pooled_output.
+# Run by _start_new_process: loads both modules as a user would and prints pooled_output.
 _NEW_PROCESS_SCRIPT = """
 import json, sys, warnings
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -354,21 +363,25 @@ print(json.dumps(outputs["pooled_output"].numpy()[0].tolist()))
 """
 
 
-def check_in_new_process(hub_dir: Path, sentence: str, expected: list[float]) -> float:
-    """Loads `hub_dir`'s modules with hub.KerasLayer in a fresh interpreter; returns the largest
-    difference of its pooled_output for `sentence` from `expected`. Raises if it fails or drifts.
-    """
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
+def _start_new_process(hub_dir: Path, sentence: str) -> subprocess.Popen:
+    """Starts a fresh interpreter that loads `hub_dir`'s modules with hub.KerasLayer and prints
+    the pooled_output of `sentence` as JSON."""
+    return subprocess.Popen(
         [sys.executable, "-c", _NEW_PROCESS_SCRIPT, str(hub_dir), sentence],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        env=env,
-        check=False,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
     )
-    if result.returncode != 0:
-        raise RuntimeError(f"reloading {hub_dir} in a new process failed:\n{result.stderr}")
-    pooled = json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _finish_new_process(process: subprocess.Popen, expected: list[float]) -> float:
+    """Waits for `_start_new_process`; returns the largest difference of its pooled_output from
+    `expected`. Raises RuntimeError if the new process failed or its outputs differ."""
+    stdout, stderr = process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"reloading the modules in a new process failed:\n{stderr}")
+    pooled = json.loads(stdout.strip().splitlines()[-1])
     if len(pooled) != len(expected):
         raise RuntimeError(f"pooled_output has {len(pooled)} values in a new process")
     drift = max(abs(a - b) for a, b in zip(pooled, expected, strict=True))
