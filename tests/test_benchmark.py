@@ -40,6 +40,8 @@ def test_plan_measures_hf_bf16_both_ways_and_skips_unsupported():
     assert ("hf", "train", "best") in keys
     assert not any(s == "kerashub" and c == "train" for s, c, _ in keys)
     assert all(j["iters"] == 5 and j["warmup"] == 2 for j in jobs)
+    matmul = plan_jobs(BenchmarkOptions(cases=("matmul",), dtypes=("float32",)), ())
+    assert [(j["system"], j["iters"]) for j in matmul] == [("tensorflow", 20)]
 
 
 def _result(system, case, seconds, dtype="bfloat16", mib=100.0):
