@@ -74,11 +74,20 @@ class QuickstartResult:
     seconds: float
 
 
+def is_quickstart_output(path: Path) -> bool:
+    """True for a directory a completed quickstart wrote (rerunning the quickstart replaces it)."""
+    return (path / "results.json").is_file() and (path / "hub" / "encoder").is_dir()
+
+
 def validate_arguments(out: str | os.PathLike, minutes: float, overwrite: bool) -> Path:
-    """Checks the arguments before any heavy work; raises ConfigError or OutputError."""
+    """Checks the arguments before any heavy work; raises ConfigError or OutputError.
+
+    An existing `out` is refused without `overwrite`, unless a previous quickstart wrote it.
+    """
     if not isinstance(minutes, (int, float)) or not math.isfinite(minutes) or minutes <= 0:
         raise ConfigError(f"--minutes must be a positive number, got {minutes:g}")
-    target = check_output_path(Path(out).expanduser().absolute(), overwrite)
+    target = Path(out).expanduser().absolute()
+    check_output_path(target, overwrite or is_quickstart_output(target))
     ancestor = target.parent
     while not ancestor.exists():
         ancestor = ancestor.parent
@@ -114,12 +123,15 @@ def run_quickstart(
     """Runs the quickstart pipeline into `out` (see the module docstring) and returns its figures.
 
     Raises ConfigError for a non-positive `minutes` and OutputError when `out` exists (without
-    `overwrite`) or cannot be written, before any heavy work.
+    `overwrite`, and not written by a previous quickstart) or cannot be written, before any heavy
+    work.
     """
     target = validate_arguments(out, minutes, overwrite)
     steps = _Steps(8, log)
     log(f"albert-tf quickstart: a tiny ALBERT from scratch on CPU, into {target}")
-    with atomic_dir(target, overwrite=overwrite) as work:
+    if is_quickstart_output(target):
+        log("      (replacing the previous quickstart's output there when this run completes)")
+    with atomic_dir(target, overwrite=True) as work:
         steps.start("Building the corpus from the standard library's docstrings and pydoc topics")
         from preprocess.corpus import build_default_corpus
 

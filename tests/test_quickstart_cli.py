@@ -9,6 +9,8 @@ import sys
 import pytest
 
 from albert_tf.cli import main
+from albert_tf.errors import OutputError
+from albert_tf.quickstart import validate_arguments
 
 
 def _run(capsys, *argv):
@@ -49,6 +51,22 @@ def test_existing_out_needs_overwrite(capsys, tmp_path):
     code, err = _run(capsys, "--out", str(tmp_path / "qs"))
     assert code == 2 and len(err) == 1 and "already exists" in err[0]
     assert (tmp_path / "qs" / "keep.txt").read_text() == "mine"
+
+
+def test_out_under_a_file_is_refused(capsys, tmp_path):
+    (tmp_path / "file").write_text("x")
+    code, err = _run(capsys, "--out", str(tmp_path / "file" / "qs"))
+    assert code == 2 and len(err) == 1 and "is not a directory" in err[0]
+
+
+def test_previous_quickstart_output_is_replaceable(tmp_path):
+    previous = tmp_path / "qs"
+    (previous / "hub" / "encoder").mkdir(parents=True)
+    (previous / "results.json").write_text("{}")
+    assert validate_arguments(previous, 1, overwrite=False) == previous
+    (tmp_path / "other").mkdir()
+    with pytest.raises(OutputError, match="already exists"):
+        validate_arguments(tmp_path / "other", 1, overwrite=False)
 
 
 def test_bad_input_in_a_subprocess_fails_fast_without_tensorflow(tmp_path):
