@@ -21,3 +21,19 @@ def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
         pytest.fail(f"fixtures not found at {FIXTURES}; set ALBERT_TF_FIXTURES")
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def groups(tmp_path_factory, fixtures_dir):
+    """`albert_tf1_groups` converted and exported once per session (see helpers)."""
+    from tests import helpers
+
+    return helpers.export_groups_fixture(tmp_path_factory.mktemp("groups"), fixtures_dir)
+
+
+@pytest.fixture(scope="session")
+def sp_export(tmp_path_factory, fixtures_dir):
+    """A vocab-1000 encoder + preprocess bundle exported once per session (see helpers)."""
+    from tests import helpers
+
+    return helpers.export_sp_fixture(tmp_path_factory.mktemp("sp_export"), fixtures_dir)

@@ -149,18 +149,6 @@ def assert_mixed_precision_close(
 
 # === Exported TF-Hub bundles (tests/test_export.py, test_hub.py, test_tflite.py) ===
 
-_SESSION_ARTIFACTS: dict[str, Any] = {}
-
-
-def session_artifact(name: str, build: Callable[[], Any]) -> Any:
-    """`build()` once per test process for `name`, shared by every test file that asks.
-
-    Exports take seconds each; session fixtures of different files cannot share one instance.
-    """
-    if name not in _SESSION_ARTIFACTS:
-        _SESSION_ARTIFACTS[name] = build()
-    return _SESSION_ARTIFACTS[name]
-
 
 def export_groups_fixture(directory: Path, fixtures_dir: Path) -> dict[str, Any]:
     """Converts `albert_tf1_groups` into `directory/checkpoint`, exports it with TFLite at the

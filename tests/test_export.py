@@ -6,7 +6,6 @@ import json
 import shutil
 
 import numpy as np
-import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the preprocessing SavedModel's ops)
 
@@ -16,22 +15,6 @@ from albert_tf.config import AlbertConfig
 from tests import helpers
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-
-
-@pytest.fixture(scope="module")
-def groups(tmp_path_factory, fixtures_dir):
-    return helpers.session_artifact(
-        "export_groups",
-        lambda: helpers.export_groups_fixture(tmp_path_factory.mktemp("groups"), fixtures_dir),
-    )
-
-
-@pytest.fixture(scope="module")
-def sp_export(tmp_path_factory, fixtures_dir):
-    return helpers.session_artifact(
-        "export_sp",
-        lambda: helpers.export_sp_fixture(tmp_path_factory.mktemp("sp_export"), fixtures_dir),
-    )
 
 
 def _run(capsys, *argv):

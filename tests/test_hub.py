@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import tensorflow as tf
 import tensorflow_hub as hub
 import tensorflow_text  # noqa: F401  (registers the preprocessing SavedModel's ops)
@@ -32,22 +31,6 @@ SENTENCES = [
     ("painfully slow and never funny.", 0),
     ("the worst movie of the year, by far.", 0),
 ]
-
-
-@pytest.fixture(scope="module")
-def groups(tmp_path_factory, fixtures_dir):
-    return helpers.session_artifact(
-        "export_groups",
-        lambda: helpers.export_groups_fixture(tmp_path_factory.mktemp("groups"), fixtures_dir),
-    )
-
-
-@pytest.fixture(scope="module")
-def sp_export(tmp_path_factory, fixtures_dir):
-    return helpers.session_artifact(
-        "export_sp",
-        lambda: helpers.export_sp_fixture(tmp_path_factory.mktemp("sp_export"), fixtures_dir),
-    )
 
 
 def _encoder_inputs(reference):

@@ -17,22 +17,6 @@ from tests import helpers
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
-@pytest.fixture(scope="module")
-def groups(tmp_path_factory, fixtures_dir):
-    return helpers.session_artifact(
-        "export_groups",
-        lambda: helpers.export_groups_fixture(tmp_path_factory.mktemp("groups"), fixtures_dir),
-    )
-
-
-@pytest.fixture(scope="module")
-def sp_export(tmp_path_factory, fixtures_dir):
-    return helpers.session_artifact(
-        "export_sp",
-        lambda: helpers.export_sp_fixture(tmp_path_factory.mktemp("sp_export"), fixtures_dir),
-    )
-
-
 def _interpreter(path):
     from ai_edge_litert.interpreter import Interpreter
 
