@@ -35,6 +35,19 @@ def tiny_config(**overrides: Any) -> AlbertConfig:
     return AlbertConfig(**values)
 
 
+def tiny_pretraining_config(vocab_size: int) -> AlbertConfig:
+    """The smallest useful pretraining model: E=8, H=16, 2 layers, 2 heads, FFN 32, 32 positions."""
+    return AlbertConfig(
+        vocab_size=vocab_size,
+        embedding_size=8,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
+
+
 def make_inputs(
     config: AlbertConfig, batch: int = 2, seq: int = 8, seed: int = 0, positions: int = 0
 ) -> dict[str, tf.Tensor]:

@@ -12,18 +12,11 @@ from albert_tf.cli import main as cli_main
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import OutputError
 from albert_tf.pretraining.trainer import pretrain
+from tests import helpers
 from tests.test_pretrain_data import write_pretraining_records
 
 # Vocabulary 1000 so the tokenizer fixture's spm.model fits.
-CONFIG = AlbertConfig(
-    vocab_size=1000,
-    embedding_size=8,
-    hidden_size=16,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    intermediate_size=32,
-    max_position_embeddings=32,
-)
+CONFIG = helpers.tiny_pretraining_config(vocab_size=1000)
 
 
 @pytest.fixture(scope="module")

@@ -8,22 +8,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
 from albert_tf.dtypes import cpu_supports_bfloat16, policy_name, resolve_dtype
 from albert_tf.errors import ConfigError, DataError
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.losses import metrics_from_sums, pretraining_sums, replica_loss
 from albert_tf.pretraining.optimizer import build_optimizer
+from tests import helpers
 
-TINY = AlbertConfig(
-    vocab_size=50,
-    embedding_size=8,
-    hidden_size=16,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    intermediate_size=32,
-    max_position_embeddings=32,
-)
+TINY = helpers.tiny_pretraining_config(vocab_size=50)
 
 
 def write_pretraining_records(

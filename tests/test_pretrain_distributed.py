@@ -19,20 +19,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import helpers
 from tests.test_pretrain_data import write_pretraining_records
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIG = dict(
-    vocab_size=60,
-    embedding_size=8,
-    hidden_size=16,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    intermediate_size=32,
-    max_position_embeddings=32,
-)
+CONFIG = helpers.tiny_pretraining_config(vocab_size=60).to_dict()
 STEPS = 20
 TRAINING = dict(
     train_steps=STEPS,
