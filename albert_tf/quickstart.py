@@ -34,7 +34,7 @@ from albert_tf.errors import ConfigError, OutputError
 from albert_tf.io_utils import atomic_dir, atomic_file, check_output_path
 
 DEFAULT_OUT = "albert_quickstart"
-DEFAULT_MINUTES = 4.0  # pretraining wall time; the whole quickstart takes ~6-7 min on 2 cores
+DEFAULT_MINUTES = 4.0  # pretraining wall time; the whole quickstart takes 3-6 min on 2 cores
 VOCAB_SIZE = 5000  # unigram on ~1.4 MB of text allows at most ~6,800 pieces
 SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
