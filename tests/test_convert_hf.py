@@ -13,24 +13,20 @@ from safetensors import safe_open
 
 from albert_tf.checkpoint import load_checkpoint_dir
 from albert_tf.cli import main
+from albert_tf.convert.hf import HF_CONFIG_KEYS
 from tests import helpers
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-HF_SIZES = dict(
-    vocab_size=100,
-    embedding_size=16,
-    hidden_size=32,
-    num_hidden_layers=4,
-    num_hidden_groups=2,
-    inner_group_num=2,
-    num_attention_heads=4,
-    intermediate_size=64,
-    max_position_embeddings=32,
-    hidden_dropout_prob=0.1,
-    attention_probs_dropout_prob=0.1,
-)
+# helpers.tiny_config's sizes (2 groups x 2 inner groups, E != H), with dropout, as HF keys.
+HF_SIZES = {
+    key: value
+    for key, value in helpers.tiny_config(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    .to_dict()
+    .items()
+    if key in HF_CONFIG_KEYS
+}
 
 
 def random_hf_model(model_class: str, hidden_act: str, tmp_path, **config):

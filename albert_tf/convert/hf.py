@@ -9,6 +9,7 @@ are [out, in] and are transposed into our [in, out] kernels.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -35,21 +36,8 @@ HF_ACTIVATIONS = {
     "swish": "swish",
     "silu": "swish",
 }
-HF_CONFIG_KEYS = (
-    "vocab_size",
-    "embedding_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_hidden_groups",
-    "num_attention_heads",
-    "intermediate_size",
-    "inner_group_num",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "initializer_range",
-)
+# Every config field has the same name in an HF `config.json`; `hidden_act` is mapped above.
+HF_CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(AlbertConfig) if f.name != "hidden_act")
 
 _BLOCK = "encoder/transformer/group_{0}/inner_group_{1}/"
 # (HF key pattern after removing `albert.`, our name, transpose).
