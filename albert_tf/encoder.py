@@ -87,9 +87,11 @@ class AlbertEncoder(keras.Model):
     def _create_variables(self) -> None:
         # Runs the layers once on a [1, 1] input under the model's name scope, so every variable
         # exists (for the tied MLM decoder, checkpoints, counting) and carries its scoped name.
+        # training=True: every block prepares its own weights, which builds its sublayers first.
         ones = tf.ones([1, 1], tf.int32)
         with tf.init_scope(), tf.name_scope(self.name):
-            self.call(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0))
+            inputs = dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones * 0)
+            self.call(inputs, training=True)
         self.built = True
 
     # === Forward pass ===
@@ -103,10 +105,15 @@ class AlbertEncoder(keras.Model):
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)  # [B, S, H]
 
+        # Outside training, each shared block's weights are cast (and the QKV kernel assembled)
+        # once per call instead of once per layer. Training keeps it per layer, so each layer's
+        # weight gradient reaches float32 before the layers' gradients are summed.
+        cache: dict[int, tuple[tf.Tensor, ...]] | None = None if training else {}
         encoder_outputs = []
         for layer_blocks in self.blocks:
             for block in layer_blocks:
-                x = block(x, bias, training=training)
+                prepared = None if cache is None else block.prepared_weights(cache)
+                x = block(x, bias, training=training, prepared=prepared)
                 encoder_outputs.append(tf.cast(x, tf.float32))
 
         sequence_output = encoder_outputs[-1]

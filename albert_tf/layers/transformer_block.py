@@ -9,7 +9,7 @@ import tf_keras as keras
 
 from albert_tf.activations import get_activation
 from albert_tf.config import AlbertConfig
-from albert_tf.layers.attention import SelfAttention
+from albert_tf.layers.attention import SelfAttention, build_dense
 from albert_tf.layers.embeddings import layer_norm, truncated_normal
 
 
@@ -33,10 +33,33 @@ class FeedForward(keras.layers.Layer):
             name="intermediate/output/dense",
         )
 
-    def call(self, x: tf.Tensor) -> tf.Tensor:
-        # 2-D dense layers: oneDNN fuses MatMul + BiasAdd + activation into one kernel.
+    def build(self, input_shape: Any) -> None:
+        build_dense([self.intermediate], self.config.hidden_size)
+        build_dense([self.output_dense], self.config.intermediate_size)
+        super().build(input_shape)
+
+    def prepared_weights(self) -> tuple[tf.Tensor, ...]:
+        """`(intermediate_kernel, intermediate_bias, output_kernel, output_bias)` in the compute
+        dtype (cast once per encoder call when the block is reused, see `AlbertEncoder`)."""
+        return tuple(
+            tf.cast(v, self.compute_dtype)
+            for v in (
+                self.intermediate.kernel,
+                self.intermediate.bias,
+                self.output_dense.kernel,
+                self.output_dense.bias,
+            )
+        )
+
+    def call(self, x: tf.Tensor, prepared: tuple[tf.Tensor, ...] | None = None) -> tf.Tensor:
+        if prepared is None:
+            prepared = self.prepared_weights()
+        in_kernel, in_bias, out_kernel, out_bias = prepared
+        # 2-D matmuls: oneDNN fuses MatMul + BiasAdd + activation into one kernel.
         flat = tf.reshape(x, [-1, self.config.hidden_size])  # [B*S, H]
-        return tf.reshape(self.output_dense(self.intermediate(flat)), tf.shape(x))  # [B, S, H]
+        hidden = self.intermediate.activation(tf.nn.bias_add(tf.matmul(flat, in_kernel), in_bias))
+        output = tf.nn.bias_add(tf.matmul(hidden, out_kernel), out_bias)  # [B*S, H]
+        return tf.reshape(output, tf.shape(x))  # [B, S, H]
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "config": self.config.to_dict()}
@@ -53,7 +76,8 @@ class TransformerBlock(keras.layers.Layer):
 
     `share_attention_with` / `share_ffn_with` name another block whose attention (with
     `LayerNorm`) or FFN (with `LayerNorm_1`) this block reuses: the `shared_params` ablations.
-    Call: `x [B, S, H]`, `bias [B, 1, 1, S]` float32 -> `[B, S, H]` in the compute dtype.
+    Call: `x [B, S, H]`, `bias [B, 1, 1, S]` float32, optionally `prepared` (from
+    `prepared_weights`) -> `[B, S, H]` in the compute dtype.
     """
 
     def __init__(
@@ -82,10 +106,29 @@ class TransformerBlock(keras.layers.Layer):
             self.ffn_norm = share_ffn_with.ffn_norm
         self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
 
-    def call(self, x: tf.Tensor, bias: tf.Tensor, training: bool | None = None) -> tf.Tensor:
-        attended = self.dropout(self.attention(x, bias, training=training), training=training)
+    def prepared_weights(self, cache: dict[int, tuple[tf.Tensor, ...]]) -> tuple[Any, Any]:
+        """The attention's and the FFN's `prepared_weights`, memoized in `cache` by sublayer, so
+        blocks that share a sublayer share its prepared weights too."""
+
+        def memo(layer: SelfAttention | FeedForward) -> tuple[tf.Tensor, ...]:
+            if id(layer) not in cache:
+                cache[id(layer)] = layer.prepared_weights()
+            return cache[id(layer)]
+
+        return memo(self.attention), memo(self.ffn)
+
+    def call(
+        self,
+        x: tf.Tensor,
+        bias: tf.Tensor,
+        training: bool | None = None,
+        prepared: tuple[Any, Any] | None = None,
+    ) -> tf.Tensor:
+        attention_weights, ffn_weights = prepared if prepared is not None else (None, None)
+        attended = self.attention(x, bias, training=training, prepared=attention_weights)
+        attended = self.dropout(attended, training=training)
         x = tf.cast(self.attention_norm(x + attended), self.compute_dtype)
-        transformed = self.dropout(self.ffn(x), training=training)
+        transformed = self.dropout(self.ffn(x, prepared=ffn_weights), training=training)
         return tf.cast(self.ffn_norm(x + transformed), self.compute_dtype)
 
     def get_config(self) -> dict[str, Any]:
