@@ -46,10 +46,17 @@ def test_pretraining_model_heads():
 
 
 @pytest.mark.parametrize("shared_params", ["all", "attention", "ffn", "none"])
-def test_sharing_modes_run(shared_params):
+def test_sharing_modes_run_and_both_weight_paths_agree(shared_params):
+    # Inference prepares each shared sublayer's weights once per call; training prepares them in
+    # every layer. With dropout 0 the two paths must give the same outputs.
     config = helpers.tiny_config(shared_params=shared_params)
-    out = AlbertEncoder(config)(helpers.make_inputs(config), training=False)
+    encoder = AlbertEncoder(config)
+    inputs = helpers.make_inputs(config)
+    out = encoder(inputs, training=False)
     assert len(out["encoder_outputs"]) == 8
+    trained_path = encoder(inputs, training=True)
+    for a, b in zip(tf.nest.flatten(out), tf.nest.flatten(trained_path), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)
 
 
 # === Structure: ALBERT's parameter sharing ===
