@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import subprocess
@@ -31,6 +30,8 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+
+from albert_tf.io_utils import atomic_file
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -94,9 +95,8 @@ def split(snippets: Path, out: Path, seed: int = 0) -> dict[str, Path]:
         text = "sentence\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in part)
         if paths[name].is_file() and paths[name].read_text(encoding="utf-8") == text:
             continue  # runs started side by side read it while it is being written otherwise
-        partial = paths[name].with_suffix(f".tsv.{os.getpid()}.partial")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(paths[name])
+        with atomic_file(paths[name]) as tmp:
+            tmp.write_text(text, encoding="utf-8")
     return paths
 
 
