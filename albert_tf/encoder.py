@@ -107,8 +107,10 @@ class AlbertEncoder(keras.Model):
 
         # Outside training, each shared block's weights are cast (and the QKV kernel assembled)
         # once per call instead of once per layer. Training keeps it per layer, so each layer's
-        # weight gradient reaches float32 before the layers' gradients are summed.
-        cache: dict[int, tuple[tf.Tensor, ...]] | None = None if training else {}
+        # weight gradient reaches float32 before the layers' gradients are summed. A symbolic
+        # `training` (not a Python bool) takes the per-layer path, which is right either way.
+        inference = training is None or training is False
+        cache: dict[int, tuple[tf.Tensor, ...]] | None = {} if inference else None
         encoder_outputs = []
         for layer_blocks in self.blocks:
             for block in layer_blocks:

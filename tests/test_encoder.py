@@ -59,6 +59,19 @@ def test_sharing_modes_run_and_both_weight_paths_agree(shared_params):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+def test_symbolic_training_flag_takes_the_per_layer_path():
+    # A `training` tensor (not a Python bool) cannot pick a path while tracing: it must still run.
+    config = helpers.tiny_config()
+    encoder = AlbertEncoder(config)
+    inputs = helpers.make_inputs(config)
+    forward = tf.function(lambda x, t: encoder(x, training=t)["sequence_output"], autograph=False)
+    np.testing.assert_allclose(
+        forward(inputs, tf.constant(False)),
+        encoder(inputs, training=False)["sequence_output"],
+        atol=1e-6,
+    )
+
+
 # === Structure: ALBERT's parameter sharing ===
 
 
