@@ -1,11 +1,18 @@
-"""Atomic outputs: write beside the target, rename into place only when complete."""
+"""Atomic outputs: write beside the target, rename into place only when complete.
+
+Local paths use the OS (pathlib, os.replace). URLs such as `gs://bucket/run` or `ram://x`
+(`is_remote`) are for tf.io.gfile; `join`, `parent` and `atomic_remote_file` handle them.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
+import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,3 +86,74 @@ def atomic_file(path: str | os.PathLike, overwrite: bool = True) -> Iterator[Pat
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, target)
+
+
+# === tf.io.gfile URLs (gs://, ram://, ...) ===
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_remote(path: str | os.PathLike) -> bool:
+    """True if `path` has a URL scheme (gs://bucket/x, ram://x): a tf.io.gfile path, not an OS one."""
+    return bool(_URL.match(os.fspath(path)))
+
+
+def join(directory: str | os.PathLike, *names: str) -> str:
+    """`directory/names...` as a string; a URL keeps its `scheme://` (pathlib collapses the //)."""
+    if is_remote(directory):
+        return posixpath.join(os.fspath(directory), *names)
+    return str(Path(directory, *names))
+
+
+def parent(path: str | os.PathLike) -> str:
+    """The directory holding `path`, as a string (URLs keep their scheme)."""
+    if is_remote(path):
+        return posixpath.dirname(os.fspath(path).rstrip("/"))
+    return str(Path(path).parent)
+
+
+def is_file(path: str | os.PathLike) -> bool:
+    """Path.is_file for a local path; for a URL, whether tf.io.gfile finds a non-directory there."""
+    if not is_remote(path):
+        return Path(path).is_file()
+    import tensorflow as tf
+
+    return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+
+
+@contextlib.contextmanager
+def gfile_errors(error: type[Exception], doing: str) -> Iterator[None]:
+    """Turns a tf.errors.OpError in the block into `error("{doing}: <first line>")`.
+
+    For filesystem failures on URLs (a missing bucket, no permission), so they reach the user as
+    one line of the typed error the input or output calls for.
+    """
+    import tensorflow as tf
+
+    try:
+        yield
+    except tf.errors.OpError as e:
+        lines = (e.message or type(e).__name__).strip().splitlines()
+        raise error(f"{doing}: {lines[0] if lines else type(e).__name__}") from None
+
+
+@contextlib.contextmanager
+def atomic_remote_file(path: str) -> Iterator[str]:
+    """Yields a temporary name beside URL `path`, renamed onto `path` when the block completes.
+
+    Object stores have no atomic rename: GCS emulates tf.io.gfile.rename(overwrite=True) with a
+    copy and a delete. That copy still makes `path` appear complete or not at all (an object is
+    written whole), so readers never see half a file; a crash can leave the temporary behind.
+    On an exception in the block the temporary is deleted; OutputError if the filesystem fails.
+    """
+    import tensorflow as tf
+
+    tmp = join(parent(path), f".{posixpath.basename(path)}.tmp-{uuid.uuid4().hex[:12]}")
+    with gfile_errors(OutputError, f"cannot write {path}"):
+        try:
+            yield tmp
+            tf.io.gfile.rename(tmp, path, overwrite=True)
+        except BaseException:
+            with contextlib.suppress(tf.errors.OpError):
+                tf.io.gfile.remove(tmp)
+            raise

@@ -1,4 +1,7 @@
-"""`albert-tf pretrain`: MLM + SOP pretraining on create-pretraining-data shards."""
+"""`albert-tf pretrain`: MLM + SOP pretraining on create-pretraining-data shards.
+
+Every path may be local or a tf.io.gfile URL (gs://bucket/..., as Cloud TPUs need).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +12,15 @@ HELP = "Pretrain (or resume pretraining) an ALBERT on TFRecord shards (MLM + SOP
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data", required=True, help="glob(s) of training TFRecords, comma-separated"
+        "--data",
+        required=True,
+        help="glob(s) of training TFRecords, comma-separated (local or gs://)",
     )
     parser.add_argument("--config", required=True, help="preset name or albert_config.json")
     parser.add_argument(
         "--output",
         required=True,
-        help="run directory (a checkpoint dir); resumed if it holds this run",
+        help="run directory (a checkpoint dir, local or gs://); resumed if it holds this run",
     )
     parser.add_argument("--eval-data", help="glob(s) of held-out TFRecords")
     parser.add_argument(

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import DataError
+from albert_tf.io_utils import gfile_errors, join, parent
 
 # Feature name -> (dtype, length key): "seq" features have max_seq_length values, "pred" ones
 # max_predictions_per_seq, "one" a single value.
@@ -65,15 +66,20 @@ class DataSpec:
 
 
 def list_files(patterns: str | list[str]) -> list[str]:
-    """Sorted, de-duplicated files matching comma-separated globs; DataError if none match."""
+    """Sorted, de-duplicated files matching comma-separated globs; DataError if none match.
+
+    Globs may be local or tf.io.gfile URLs (gs://bucket/data/*.tfrecord); a directory means
+    its *.tfrecord files.
+    """
     if isinstance(patterns, str):
         patterns = [p for p in patterns.split(",") if p.strip()]
     files: set[str] = set()
     for pattern in patterns:
         pattern = pattern.strip()
-        if tf.io.gfile.isdir(pattern):
-            pattern = str(Path(pattern) / "*.tfrecord")
-        files.update(f for f in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(f))
+        with gfile_errors(DataError, f"cannot list {pattern}"):
+            if tf.io.gfile.isdir(pattern):
+                pattern = join(pattern, "*.tfrecord")
+            files.update(f for f in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(f))
     if not files:
         raise DataError(f"no files match {','.join(patterns)!r}")
     return sorted(files)
@@ -113,8 +119,8 @@ def _example_shapes(path: str, masked: bool = True) -> tuple[int, int]:
 
 def find_metadata(files: list[str]) -> dict | None:
     """The metadata JSON beside the shards (any *.json there with a "max_seq_length"), or None."""
-    for directory in sorted({str(Path(f).parent) for f in files}):
-        for candidate in sorted(tf.io.gfile.glob(str(Path(directory) / "*.json"))):
+    for directory in sorted({parent(f) for f in files}):
+        for candidate in sorted(tf.io.gfile.glob(join(directory, "*.json"))):
             try:
                 values = json.loads(tf.io.gfile.GFile(candidate).read())
             except (ValueError, tf.errors.OpError):

@@ -6,6 +6,10 @@ when known) plus `pretrain_run.json` (the settings a resume must share) and Tens
 logs/train and logs/eval. Running again on the same directory with the same config resumes
 exactly: weights, optimizer slots and step come from the latest checkpoint, and the input
 pipeline skips the batches already consumed (see data.train_dataset).
+
+The output directory, data globs, init checkpoint, sp_model and config file may be local paths
+or tf.io.gfile URLs (gs://bucket/run on Cloud TPU; see run_dir for how a URL run directory is
+written without an atomic directory rename).
 """
 
 from __future__ import annotations
@@ -21,15 +25,18 @@ import tensorflow as tf
 import tf_keras as keras
 from tqdm.auto import tqdm
 
-from albert_tf.config import AlbertConfig, resolve_config
+from albert_tf.config import AlbertConfig
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError
+from albert_tf.io_utils import gfile_errors, is_file, is_remote, join
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.losses import metrics_from_sums, pretraining_sums, replica_loss
 from albert_tf.pretraining.optimizer import build_optimizer
 from albert_tf.pretraining.run_dir import (
     check_init_checkpoint,
     check_sp_model,
+    checkpoint_roots,
+    load_config,
     prepare_output,
     run_settings,
 )
@@ -149,7 +156,7 @@ def _dummy_inputs(spec: data_lib.DataSpec) -> dict[str, tf.Tensor]:
 
 
 def _restore_init(loop: _Loop, prefix: str, log) -> None:
-    names = {name.split("/")[0] for name, _ in tf.train.list_variables(prefix)}
+    names = checkpoint_roots(prefix)
     objects = {"encoder": loop.model.encoder}
     for child, head in (("mlm", loop.model.mlm_head), ("sop", loop.model.sop_head)):
         if child in names:
@@ -221,7 +228,7 @@ def pretrain(
     started = time.monotonic()
     if isinstance(strategy, str):
         strategy = make_strategy(strategy, tpu)
-    config = resolve_config(config)
+    config = load_config(config)
     for name, value in (("batch size", batch_size), ("save every", save_every), ("keep", keep)):
         if value <= 0:
             raise ConfigError(f"{name} must be positive, got {value}")
@@ -236,8 +243,10 @@ def pretrain(
     if sp_model:
         check_sp_model(sp_model, config)
     init_prefix = check_init_checkpoint(init_checkpoint, config) if init_checkpoint else None
-    if init_prefix and not sp_model and (Path(init_checkpoint) / "spm.model").is_file():
-        sp_model = str(Path(init_checkpoint) / "spm.model")
+    if init_prefix and not sp_model:
+        with gfile_errors(CheckpointError, f"cannot read init checkpoint {init_checkpoint}"):
+            if is_file(join(init_checkpoint, "spm.model")):
+                sp_model = join(init_checkpoint, "spm.model")
     dtype = resolve_dtype(dtype, device_type(strategy))
     chief = is_chief(strategy)
     settings = run_settings(
@@ -250,12 +259,14 @@ def pretrain(
             max_predictions_per_seq=spec.max_predictions_per_seq,
         )
     )
-    output = Path(output_dir)
+    output = os.fspath(output_dir) if is_remote(output_dir) else str(Path(output_dir))
     if chief:
-        prepare_output(output, config, settings, str(sp_model) if sp_model else None, overwrite)
-        checkpoint_dir = str(output)
+        prepare_output(
+            output, config, settings, os.fspath(sp_model) if sp_model else None, overwrite
+        )
+        checkpoint_dir = output
     else:
-        # Non-chief workers must save too (collectives), but to a scratch directory.
+        # Non-chief workers must save too (collectives), but to a local scratch directory.
         checkpoint_dir = tempfile.mkdtemp(prefix="albert-tf-worker-")
 
     def log(message: str) -> None:
@@ -269,7 +280,7 @@ def pretrain(
         with keras_policy(dtype):
             loop = _Loop(strategy, config, spec, dtype, (learning_rate, train_steps, warmup_steps))
             manager = tf.train.CheckpointManager(loop.checkpoint, checkpoint_dir, max_to_keep=keep)
-            latest = tf.train.latest_checkpoint(str(output))
+            latest = tf.train.latest_checkpoint(output)
             if latest:
                 loop.checkpoint.restore(latest).assert_existing_objects_matched()
                 log(f"resuming from {latest} (step {int(loop.step.numpy())})")
@@ -309,7 +320,7 @@ def _train(
     manager,
     spec,
     eval_spec,
-    output: Path,
+    output: str,
     chief: bool,
     log,
     *,
@@ -327,10 +338,10 @@ def _train(
 ) -> PretrainResult:
     strategy = loop.strategy
     step = int(loop.step.numpy())
-    result = PretrainResult(str(output), step, False, loop.dtype)
+    result = PretrainResult(output, step, False, loop.dtype)
     noop = tf.summary.create_noop_writer()
-    train_writer = tf.summary.create_file_writer(str(output / "logs" / "train")) if chief else noop
-    eval_writer = tf.summary.create_file_writer(str(output / "logs" / "eval")) if chief else noop
+    train_writer = tf.summary.create_file_writer(join(output, "logs", "train")) if chief else noop
+    eval_writer = tf.summary.create_file_writer(join(output, "logs", "eval")) if chief else noop
     eval_set = None
     if eval_spec is not None:
         eval_set = _distribute(
