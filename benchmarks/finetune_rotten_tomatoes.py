@@ -16,13 +16,14 @@ cores; benchmarks/README.md has the figures):
   python benchmarks/pretrain_real_run.py --corpus english-wordnet --seq-length 64 \
       --max-predictions 10 --learning-rate 0.004 --warmup-steps 1000 --train-steps 24000 \
       --eval-every 2000 --save-every 2000 --minutes 55
-  for lr in 3e-4 1e-3; do
+  for setting in "3e-4 3" "1e-3 3" "1e-3 5"; do  # learning rate, epochs
+    set -- $setting
     python benchmarks/finetune_rotten_tomatoes.py --pretrained data/pretrain_english-wordnet/run \
-        --learning-rate $lr --runs data/rotten_tomatoes/runs_ewn_lr$lr \
-        --results benchmarks/results/finetune_rotten_tomatoes_lr$lr.json
+        --learning-rate $1 --epochs $2 --runs data/rotten_tomatoes/runs_lr$1_e$2 \
+        --results benchmarks/results/finetune_rotten_tomatoes_lr$1_e$2.json
   done
 
-Each init then takes the learning rate with the higher mean dev accuracy.
+Each init then takes the setting with the higher mean dev accuracy.
 
 Results: printed, and JSON in `--results` (default benchmarks/results/finetune_rotten_tomatoes.json).
 """
