@@ -98,6 +98,11 @@ def is_remote(path: str | os.PathLike) -> bool:
     return bool(_URL.match(os.fspath(path)))
 
 
+def path_str(path: str | os.PathLike) -> str:
+    """`path` as a string: a URL as given, a local path as pathlib writes it."""
+    return os.fspath(path) if is_remote(path) else str(Path(path))
+
+
 def join(directory: str | os.PathLike, *names: str) -> str:
     """`directory/names...` as a string; a URL keeps its `scheme://` (pathlib collapses the //)."""
     if is_remote(directory):

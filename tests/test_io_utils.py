@@ -14,6 +14,7 @@ from albert_tf.io_utils import (
     is_remote,
     join,
     parent,
+    path_str,
 )
 
 
@@ -74,6 +75,8 @@ def test_urls_are_remote_and_keep_their_scheme():
     assert join(Path("run"), "logs") == str(Path("run") / "logs")
     assert parent("gs://bucket/run/ckpt-1.index") == "gs://bucket/run"
     assert parent("gs://bucket/run/") == "gs://bucket"
+    assert path_str("gs://bucket/run/") == "gs://bucket/run/"
+    assert path_str(Path("./run/")) == "run"
 
 
 def test_atomic_remote_file_replaces_and_cleans_up():

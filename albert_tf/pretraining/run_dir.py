@@ -26,6 +26,7 @@ from albert_tf.io_utils import (
     is_file,
     is_remote,
     join,
+    path_str,
 )
 
 RUN_FILE = "pretrain_run.json"
@@ -69,17 +70,14 @@ def check_sp_model(sp_model: str | os.PathLike, config: AlbertConfig) -> None:
     """TokenizerError unless `sp_model` is a SentencePiece model with config.vocab_size pieces."""
     import sentencepiece
 
-    if is_remote(sp_model):
-        path = os.fspath(sp_model)
-        with gfile_errors(TokenizerError, f"cannot read SentencePiece model {path}"):
-            if not is_file(path):
-                raise TokenizerError(f"SentencePiece model {path} does not exist")
-            source = {"model_proto": tf.io.gfile.GFile(path, "rb").read()}
-    else:
-        path = Path(sp_model)
-        if not path.is_file():
+    path = path_str(sp_model)
+    with gfile_errors(TokenizerError, f"cannot read SentencePiece model {path}"):
+        if not is_file(path):
             raise TokenizerError(f"SentencePiece model {path} does not exist")
-        source = {"model_file": str(path)}
+        if is_remote(path):
+            source = {"model_proto": tf.io.gfile.GFile(path, "rb").read()}
+        else:
+            source = {"model_file": path}
     try:
         size = sentencepiece.SentencePieceProcessor(**source).get_piece_size()
     except (RuntimeError, OSError) as e:
@@ -93,7 +91,7 @@ def check_sp_model(sp_model: str | os.PathLike, config: AlbertConfig) -> None:
 
 def check_init_checkpoint(path: str | os.PathLike, config: AlbertConfig) -> str:
     """The checkpoint file prefix in checkpoint dir `path`; CheckpointError if unusable."""
-    directory = os.fspath(path) if is_remote(path) else Path(path)
+    directory = path_str(path)
     config_file = join(directory, CONFIG_FILE)
     with gfile_errors(CheckpointError, f"cannot read init checkpoint {directory}"):
         if not is_file(config_file):

@@ -19,7 +19,6 @@ import os
 import shutil
 import tempfile
 import time
-from pathlib import Path
 
 import tensorflow as tf
 import tf_keras as keras
@@ -28,7 +27,7 @@ from tqdm.auto import tqdm
 from albert_tf.config import AlbertConfig
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError
-from albert_tf.io_utils import gfile_errors, is_file, is_remote, join
+from albert_tf.io_utils import gfile_errors, is_file, join, path_str
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.losses import metrics_from_sums, pretraining_sums, replica_loss
 from albert_tf.pretraining.optimizer import build_optimizer
@@ -259,7 +258,7 @@ def pretrain(
             max_predictions_per_seq=spec.max_predictions_per_seq,
         )
     )
-    output = os.fspath(output_dir) if is_remote(output_dir) else str(Path(output_dir))
+    output = path_str(output_dir)
     if chief:
         prepare_output(
             output, config, settings, os.fspath(sp_model) if sp_model else None, overwrite
