@@ -44,12 +44,15 @@ from albert_tf.io_utils import atomic_file
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-SNIPPETS = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
+VADER_DIR = "hutto_ICWSM_2014"
+TRUTH = "_GroundTruth.txt"
+SNIPPETS = f"{VADER_DIR}/movieReviewSnippets{TRUTH}"
 
 
-def fetch(work: Path) -> Path:
-    """The ground-truth file, fetched from the vaderSentiment sdist if not there yet."""
-    target = work / SNIPPETS
+def fetch(work: Path, name: str = SNIPPETS) -> Path:
+    """A file of the VADER ground truth (the movie sentences by default), fetched from the
+    vaderSentiment sdist if not there yet."""
+    target = work / name
     if target.is_file():
         return target
     work.mkdir(parents=True, exist_ok=True)
@@ -75,21 +78,48 @@ def fetch(work: Path) -> Path:
             "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz"
         )
         with tarfile.open(fileobj=outer.extractfile(member)) as inner:
-            inner.extract(SNIPPETS, work, filter="data")
+            inner.extract(name, work, filter="data")
     return target
+
+
+def snippet_rows(path: Path) -> list[tuple[str, float, str]]:
+    """`(id, rating, text)` of a VADER ground-truth TSV (latin-1), whitespace normalized."""
+    rows = []
+    for line in path.read_text(encoding="latin-1").splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 3:
+            rows.append((fields[0], float(fields[1]), " ".join("\t".join(fields[2:]).split())))
+    return rows
+
+
+def write_task_text(work: Path, train: Path, out: Path) -> int:
+    """Unlabeled text for task-adaptive pretraining; returns the number of documents.
+
+    The training split's sentences (one document each; no dev or test sentence, no label) and
+    VADER's other snippets: Amazon reviews and NYT editorials grouped into their documents
+    (ids `doc_sentence`), tweets one per document. Blank lines separate documents, the format
+    `albert-tf create-pretraining-data` reads.
+    """
+    lines = train.read_text(encoding="utf-8").splitlines()[1:]
+    documents = [line.rsplit("\t", 1)[0] for line in lines]
+    for name in ("amazonReviewSnippets", "nytEditorialSnippets"):
+        grouped: dict[str, list[str]] = {}
+        for snippet_id, _, text in snippet_rows(fetch(work, f"{VADER_DIR}/{name}{TRUTH}")):
+            grouped.setdefault(snippet_id.split("_")[0], []).append(text)
+        documents += ["\n".join(sentences) for sentences in grouped.values()]
+    documents += [text for _, _, text in snippet_rows(fetch(work, f"{VADER_DIR}/tweets{TRUTH}"))]
+    with atomic_file(out) as tmp:
+        tmp.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
+    return len(documents)
 
 
 def split(snippets: Path, out: Path, seed: int = 0) -> dict[str, Path]:
     """Seeded 80/10/10 split into GLUE-style TSVs (`sentence`, `label`)."""
-    rows = []
-    for line in snippets.read_text(encoding="latin-1").splitlines():
-        fields = line.split("\t")
-        if len(fields) < 3:
-            continue
-        rating = float(fields[1])
-        if rating != 0:
-            text = " ".join("\t".join(fields[2:]).split())
-            rows.append((text, "positive" if rating > 0 else "negative"))
+    rows = [
+        (text, "positive" if rating > 0 else "negative")
+        for _, rating, text in snippet_rows(snippets)
+        if rating != 0
+    ]
     random.Random(seed).shuffle(rows)
     n = len(rows)
     parts = {
@@ -113,8 +143,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--pretrained", help="checkpoint dir from `albert-tf pretrain`")
     parser.add_argument(
-        "--pretrained", required=True, help="checkpoint dir from `albert-tf pretrain`"
+        "--task-text",
+        metavar="PATH",
+        help="only write the unlabeled task-adaptive pretraining text (training split plus "
+        "VADER's Amazon, NYT and tweet snippets) to PATH and exit",
     )
     parser.add_argument("--work", default=str(ROOT / "data" / "rotten_tomatoes"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -139,9 +173,15 @@ def main() -> None:
     from albert_tf.finetune.tasks import TaskSettings
     from albert_tf.finetune.trainer import TrainSettings, finetune
 
-    pretrained = Path(args.pretrained)
     work = Path(args.work)
     paths = split(fetch(work), work / "split")
+    if args.task_text:
+        count = write_task_text(work, paths["train"], Path(args.task_text))
+        print(f"{args.task_text}: {count} documents")
+        return
+    if not args.pretrained:
+        parser.error("--pretrained is required (unless --task-text)")
+    pretrained = Path(args.pretrained)
     runs_dir = Path(args.runs) if args.runs else work / "runs"
     runs = []
     for init in args.inits:
