@@ -14,20 +14,6 @@ from albert_tf.config import AlbertConfig
 from albert_tf.convert.tf1 import load_tf1_checkpoint
 from tests import helpers
 
-# bf16 tolerance (the one `--dtype auto` accepts): every output within 2.5% of its largest
-# magnitude (max abs error), 0.5% on average; measured ~1.4% and ~0.15% on both fixtures.
-BF16_MAX_REL = 0.025
-BF16_MEAN_REL = 0.005
-
-
-def _assert_close_relative(actual, expected) -> None:
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.dtype == np.float32
-    scale = np.abs(expected).max()
-    error = np.abs(actual - expected)
-    assert error.max() <= BF16_MAX_REL * scale, (error.max(), scale)
-    assert error.mean() <= BF16_MEAN_REL * scale, (error.mean(), scale)
-
 
 @pytest.mark.parametrize("name", ["albert_tf1_tiny", "albert_tf1_groups"])
 def test_bfloat16_outputs_within_tolerance_of_original(fixtures_dir: Path, name: str):
@@ -40,13 +26,13 @@ def test_bfloat16_outputs_within_tolerance_of_original(fixtures_dir: Path, name:
     assert model.encoder.compute_dtype == "bfloat16"
     assert keras.mixed_precision.global_policy().name == "float32"
     out = model.encoder(inputs, training=False)
-    _assert_close_relative(out["sequence_output"], data["sequence_output"])
-    _assert_close_relative(out["pooled_output"], data["pooled_output"])
+    helpers.assert_bfloat16_close(out["sequence_output"], data["sequence_output"])
+    helpers.assert_bfloat16_close(out["pooled_output"], data["pooled_output"])
     for ours, theirs in zip(out["encoder_outputs"], data["encoder_outputs"], strict=True):
-        _assert_close_relative(ours, theirs)
+        helpers.assert_bfloat16_close(ours, theirs)
     mlm_logits = model.mlm_head(out["sequence_output"])
-    _assert_close_relative(mlm_logits, data["mlm_logits"])
-    _assert_close_relative(model.sop_head(out["pooled_output"]), data["sop_logits"])
+    helpers.assert_bfloat16_close(mlm_logits, data["mlm_logits"])
+    helpers.assert_bfloat16_close(model.sop_head(out["pooled_output"]), data["sop_logits"])
     # The predictions a user sees agree: masked-LM top-1 on at least 95% of positions.
     agree = np.argmax(mlm_logits, -1) == np.argmax(data["mlm_logits"], -1)
     assert agree.mean() >= 0.95

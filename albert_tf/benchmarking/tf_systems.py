@@ -100,9 +100,15 @@ def build_ours(config: AlbertConfig, dtype: str, case: str, shape: Shape) -> tup
         variables = model.trainable_variables
         return _train_step(forward, variables, _tensors(config, shape, TRAIN_KEYS)), note
     from albert_tf.encoder import AlbertEncoder
+    from albert_tf.layers.fused import fused_cpu_inference
 
     encoder = AlbertEncoder(config)
-    return _inference_step(encoder, _tensors(config, shape, ENCODER_KEYS)), note
+    step = _inference_step(encoder, _tensors(config, shape, ENCODER_KEYS))
+    with fused_cpu_inference() as fused:
+        step()  # traces the function, as `albert-tf predict` does
+    if fused:
+        note = ", ".join(filter(None, [note, "oneDNN fused LayerNorm and softmax"]))
+    return step, note
 
 
 # === tf-models-official ===

@@ -9,6 +9,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.config import AlbertConfig
+from albert_tf.layers import fused
 from albert_tf.layers.embeddings import truncated_normal
 
 # Added to the logits of masked (padding) keys, as in the original code.
@@ -37,7 +38,8 @@ class SelfAttention(keras.layers.Layer):
     the original checkpoint; the forward pass multiplies by one [H, 3H] query-key-value kernel
     built from them (see `prepared_weights`). Call: `x [B, S, H]`, `bias [B, 1, 1, S]` float32,
     optionally `prepared` (from `prepared_weights`) -> `[B, S, H]`. The mask is added and the
-    softmax computed in float32 under mixed precision.
+    softmax computed in float32 under mixed precision (inside `fused.fused_cpu_inference()`,
+    by oneDNN in the compute dtype, accumulating in float32).
     """
 
     def __init__(self, config: AlbertConfig, **kwargs: Any) -> None:
@@ -102,8 +104,13 @@ class SelfAttention(keras.layers.Layer):
         qkv = tf.reshape(qkv, [batch, seq, 3, self.num_heads, self.head_size])
         q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # 3 x [B, N, S, D]
         logits = tf.matmul(q, k, transpose_b=True)  # [B, N, S, S], already scaled
-        # Softmax in float32 under every policy (measured: a bfloat16 softmax is no faster here).
-        probs = tf.nn.softmax(tf.cast(logits, tf.float32) + bias, axis=-1)
+        if fused.active():
+            # oneDNN's softmax accumulates in float32 whatever the input dtype. The bias is 0
+            # (exact in bfloat16) or -10000 (about -9984 in bfloat16: still exp() == 0).
+            probs = tf.nn.softmax(logits + tf.cast(bias, logits.dtype), axis=-1)
+        else:
+            # Eigen's bfloat16 softmax would also sum in bfloat16: compute it in float32.
+            probs = tf.nn.softmax(tf.cast(logits, tf.float32) + bias, axis=-1)
         probs = self.dropout(tf.cast(probs, x.dtype), training=training)
         context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [B, S, N, D]
         context = tf.reshape(context, [-1, hidden])  # [B*S, H]

@@ -1,0 +1,89 @@
+"""oneDNN's fused CPU kernels (`albert_tf.layers.fused`): same outputs as the original, only in
+traced inference graphs inside `fused_cpu_inference()`, never in a saved SavedModel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.convert.tf1 import load_tf1_checkpoint
+from albert_tf.encoder import AlbertEncoder
+from albert_tf.layers import fused
+from tests import helpers
+
+pytestmark = pytest.mark.skipif(
+    not fused.onednn_kernels_available(), reason="this TensorFlow does not run oneDNN kernels"
+)
+FUSED_OP = "_MklLayerNorm"
+
+
+def _op_types(function: tf.types.experimental.ConcreteFunction) -> set[str]:
+    types = {op.type for op in function.graph.get_operations()}
+    for inner in function.graph._functions.values():
+        types |= {node.op for node in inner.cached_definition.node_def}
+    return types
+
+
+def _traced(encoder: AlbertEncoder, inputs: dict, enabled: bool):
+    call = tf.function(lambda x: encoder(x, training=False))
+    with fused.fused_cpu_inference(enabled) as on:
+        assert on == enabled
+        concrete = call.get_concrete_function(inputs)
+    return concrete, concrete(inputs)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+@pytest.mark.parametrize("name", ["albert_tf1_tiny", "albert_tf1_groups"])
+def test_fused_encoder_matches_the_original(fixtures_dir: Path, name: str, policy: str):
+    fixture = fixtures_dir / name
+    config = AlbertConfig.from_json_file(fixture / "albert_config.json")
+    data = dict(np.load(fixture / "reference_outputs.npz"))
+    inputs = {k: data.pop(k) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    with helpers.mixed_precision(policy):
+        encoder = load_tf1_checkpoint(fixture / "model.ckpt", config).encoder
+    concrete, out = _traced(encoder, inputs, enabled=True)
+    assert FUSED_OP in _op_types(concrete)
+    pairs = [
+        (out["sequence_output"], data["sequence_output"]),
+        (out["pooled_output"], data["pooled_output"]),
+        *zip(out["encoder_outputs"], data["encoder_outputs"], strict=True),
+    ]
+    for actual, expected in pairs:
+        if policy == "float32":
+            np.testing.assert_allclose(np.asarray(actual), expected, atol=1e-5, rtol=1e-5)
+        else:
+            helpers.assert_bfloat16_close(actual, expected)
+
+
+def test_fused_kernels_only_where_requested():
+    encoder = AlbertEncoder(helpers.tiny_config())
+    inputs = helpers.make_inputs(encoder.config, batch=2, seq=8)
+    plain, expected = _traced(encoder, inputs, enabled=False)
+    assert FUSED_OP not in _op_types(plain)
+    fast, actual = _traced(encoder, inputs, enabled=True)
+    assert FUSED_OP in _op_types(fast)
+    helpers.assert_outputs_close(actual, expected, atol=1e-5)
+    with fused.fused_cpu_inference():
+        assert not fused.active()  # eager execution keeps the portable ops
+        eager = encoder(inputs, training=False)
+    helpers.assert_outputs_close(eager, expected, atol=1e-5)
+
+
+def test_saved_model_never_holds_fused_kernels(tmp_path: Path):
+    encoder = AlbertEncoder(helpers.tiny_config())
+    inputs = helpers.make_inputs(encoder.config, batch=2, seq=8)
+    module = tf.Module()
+    module.encoder = encoder
+    module.serve = tf.function(lambda x: encoder(x, training=False)["pooled_output"])
+    with fused.fused_cpu_inference():
+        expected = module.serve(inputs)
+        assert FUSED_OP in _op_types(module.serve.get_concrete_function(inputs))
+        tf.saved_model.save(module, str(tmp_path))
+    saved = (tmp_path / "saved_model.pb").read_bytes()
+    assert b"_MklLayerNorm" not in saved
+    restored = tf.saved_model.load(str(tmp_path))
+    helpers.assert_outputs_close(restored.serve(inputs), expected, atol=1e-5)
