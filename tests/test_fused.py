@@ -87,3 +87,17 @@ def test_saved_model_never_holds_fused_kernels(tmp_path: Path):
     assert b"_MklLayerNorm" not in saved
     restored = tf.saved_model.load(str(tmp_path))
     helpers.assert_outputs_close(restored.serve(inputs), expected, atol=1e-5)
+
+
+def test_prediction_batches_run_fused():
+    from albert_tf.finetune.models import TaskHead, TaskModel
+    from albert_tf.finetune.trainer import batched_outputs
+
+    encoder = AlbertEncoder(helpers.tiny_config())
+    model = TaskModel(encoder, TaskHead("classify", num_outputs=3))
+    inputs = {k: v.numpy() for k, v in helpers.make_inputs(encoder.config, batch=5).items()}
+    outputs = batched_outputs(model, inputs, batch_size=2)
+    first_batch = {k: v[:2] for k, v in inputs.items()}  # the shape it was traced for
+    assert FUSED_OP in _op_types(model._inference_function.get_concrete_function(first_batch))
+    expected = model(inputs, training=False)["logits"]
+    np.testing.assert_allclose(outputs["logits"], expected, atol=1e-5)
