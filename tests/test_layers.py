@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.activations import get_activation
+from albert_tf.activations import get_activation, training_activation
 from albert_tf.errors import ConfigError
 from albert_tf.heads import SentenceOrderHead
 from albert_tf.layers.attention import SelfAttention, attention_bias
@@ -31,6 +31,29 @@ def test_gelu_is_the_tanh_approximation_and_gelu_exact_uses_erf():
     np.testing.assert_allclose(get_activation("swish")(X), X / (1 + np.exp(-X)), atol=1e-6)
     with pytest.raises(ConfigError, match="unknown activation"):
         get_activation("tanhh")
+
+
+@pytest.mark.parametrize("dtype, atol", [(tf.float32, 1e-5), (tf.bfloat16, 2e-2)])
+def test_training_gelu_has_the_same_values_and_gradient(dtype, atol):
+    x = tf.constant(np.linspace(-6.0, 6.0, 121), dtype)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        plain = get_activation("gelu")(x)
+        written = training_activation("gelu")(x)
+    assert training_activation("gelu") is not get_activation("gelu")
+    assert training_activation("relu") is get_activation("relu")
+    np.testing.assert_allclose(tf.cast(written, tf.float32), tf.cast(plain, tf.float32), atol=atol)
+    np.testing.assert_allclose(
+        tf.cast(tape.gradient(written, x), tf.float32),
+        tf.cast(tape.gradient(plain, x), tf.float32),
+        atol=atol,
+    )
+    # The derivative of the tanh approximation, in closed form (it dips below 0 near x = -1.5).
+    xs = np.linspace(-6.0, 6.0, 121)
+    t = np.tanh(math.sqrt(2 / math.pi) * (xs + 0.044715 * xs**3))
+    slope = math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * xs**2)
+    expected = 0.5 * (1 + t) + 0.5 * xs * (1 - t**2) * slope
+    np.testing.assert_allclose(tf.cast(tape.gradient(written, x), tf.float32), expected, atol=atol)
 
 
 def test_attention_bias_and_masked_keys_are_ignored():

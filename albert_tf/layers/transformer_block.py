@@ -7,7 +7,7 @@ from typing import Any
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.activations import get_activation
+from albert_tf.activations import get_activation, training_activation
 from albert_tf.config import AlbertConfig
 from albert_tf.layers.attention import SelfAttention, build_dense
 from albert_tf.layers.embeddings import layer_norm, truncated_normal
@@ -51,13 +51,22 @@ class FeedForward(keras.layers.Layer):
             )
         )
 
-    def call(self, x: tf.Tensor, prepared: tuple[tf.Tensor, ...] | None = None) -> tf.Tensor:
+    def call(
+        self,
+        x: tf.Tensor,
+        prepared: tuple[tf.Tensor, ...] | None = None,
+        training: bool | None = None,
+    ) -> tf.Tensor:
         if prepared is None:
             prepared = self.prepared_weights()
         in_kernel, in_bias, out_kernel, out_bias = prepared
-        # 2-D matmuls: oneDNN fuses MatMul + BiasAdd + activation into one kernel.
+        # Inference: 2-D matmuls, so oneDNN fuses MatMul + BiasAdd + activation into one kernel.
+        # Training: the same values with a hand-written gradient.
+        activation = self.intermediate.activation
+        if training is True:
+            activation = training_activation(self.config.hidden_act)
         flat = tf.reshape(x, [-1, self.config.hidden_size])  # [B*S, H]
-        hidden = self.intermediate.activation(tf.nn.bias_add(tf.matmul(flat, in_kernel), in_bias))
+        hidden = activation(tf.nn.bias_add(tf.matmul(flat, in_kernel), in_bias))
         output = tf.nn.bias_add(tf.matmul(hidden, out_kernel), out_bias)  # [B*S, H]
         return tf.reshape(output, tf.shape(x))  # [B, S, H]
 
@@ -128,7 +137,8 @@ class TransformerBlock(keras.layers.Layer):
         attended = self.attention(x, bias, training=training, prepared=attention_weights)
         attended = self.dropout(attended, training=training)
         x = tf.cast(self.attention_norm(x + attended), self.compute_dtype)
-        transformed = self.dropout(self.ffn(x, prepared=ffn_weights), training=training)
+        transformed = self.ffn(x, prepared=ffn_weights, training=training)
+        transformed = self.dropout(transformed, training=training)
         return tf.cast(self.ffn_norm(x + transformed), self.compute_dtype)
 
     def get_config(self) -> dict[str, Any]:
