@@ -13,6 +13,7 @@ from albert_tf.benchmarking.cases import Shape, benchmark_config, case_shape, fo
 from albert_tf.benchmarking.runner import (
     BenchmarkOptions,
     build_records,
+    merge_rounds,
     plan_jobs,
     render_table,
 )
@@ -92,12 +93,31 @@ def test_records_ratios_mfu_and_table():
     assert "HF transformers (torch) bfloat16 inference: RuntimeError: boom" in table
 
 
+def test_rounds_pool_each_jobs_steps():
+    rounds = [
+        _result("ours", "inference", 1.0, mib=50.0),
+        dict(_result("hf", "inference", 2.0), note="model.to(bfloat16)"),
+        dict(_result("hf", "inference", 3.0), note="torch.autocast bfloat16"),
+        _result("ours", "inference", 4.0, mib=70.0),
+        dict(_result("hf", "inference", 5.0), note="model.to(bfloat16)"),
+        dict(_result("hf", "inference", 0.0), times=[], error="worker timed out after 9s"),
+    ]
+    merged = {(r["system"], r["note"]): r for r in merge_rounds(rounds)}
+    assert len(merged) == 4
+    assert merged["ours", ""]["times"] == [1.0] * 3 + [4.0] * 3
+    assert merged["ours", ""]["peak_rss_delta_mib"] == 70.0
+    assert merged["hf", "model.to(bfloat16)"]["times"] == [2.0] * 3 + [5.0] * 3
+    assert merged["hf", "torch.autocast bfloat16"]["times"] == [3.0] * 3
+    assert merged["hf", ""]["error"] == "worker timed out after 9s"
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--cases", "inference,warp"], "unknown case 'warp'"),
         (["--peers", "jax"], "unknown peer 'jax'"),
         (["--iters", "0"], "--iters >= 1"),
+        (["--rounds", "0"], "--rounds must be >= 1"),
     ],
 )
 def test_bad_arguments_one_line_exit_2(argv, message, capsys):

@@ -40,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--latency-iters", type=int, default=20, help="timed steps of the latency case (20)"
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every job this many times, round robin; figures over all rounds' steps (1)",
+    )
+    parser.add_argument(
         "--threads", type=int, default=None, help="intra-op threads for every system (all cores)"
     )
     parser.add_argument(
@@ -73,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         latency_iters=args.latency_iters,
         hf_bf16=args.hf_bf16,
         isolate=not (args.no_isolate or args.tiny),
+        rounds=args.rounds,
     )
     if args.threads is not None:
         options.intra_threads = args.threads
