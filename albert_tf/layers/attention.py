@@ -109,7 +109,7 @@ class SelfAttention(keras.layers.Layer):
             # (exact in bfloat16) or -10000 (about -9984 in bfloat16: still exp() == 0).
             probs = tf.nn.softmax(logits + tf.cast(bias, logits.dtype), axis=-1)
         else:
-            # Eigen's bfloat16 softmax would also sum in bfloat16: compute it in float32.
+            # Without oneDNN a bfloat16 softmax need not accumulate in float32: cast first.
             probs = tf.nn.softmax(tf.cast(logits, tf.float32) + bias, axis=-1)
         probs = self.dropout(tf.cast(probs, x.dtype), training=training)
         context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [B, S, N, D]
