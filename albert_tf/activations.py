@@ -14,13 +14,17 @@ import tf_keras as keras
 
 from albert_tf.errors import ConfigError
 
+# The tanh approximation: GELU(x) ~ x/2 (1 + tanh(_TANH_COEFF (x + _TANH_CUBIC x^3))).
+_TANH_COEFF = math.sqrt(2.0 / math.pi)
+_TANH_CUBIC = 0.044715
+
 
 @keras.utils.register_keras_serializable(package="albert_tf")
 def gelu_tanh(x: tf.Tensor) -> tf.Tensor:
     """GELU, tanh approximation: the original ALBERT `gelu` (HF "gelu_new")."""
     x = tf.convert_to_tensor(x)
-    coeff = tf.cast(math.sqrt(2.0 / math.pi), x.dtype)
-    return 0.5 * x * (1.0 + tf.tanh(coeff * (x + tf.cast(0.044715, x.dtype) * x * x * x)))
+    coeff = tf.cast(_TANH_COEFF, x.dtype)
+    return 0.5 * x * (1.0 + tf.tanh(coeff * (x + tf.cast(_TANH_CUBIC, x.dtype) * x * x * x)))
 
 
 @tf.custom_gradient
@@ -33,8 +37,8 @@ def gelu_tanh_for_training(x: tf.Tensor) -> tuple[tf.Tensor, Callable[[tf.Tensor
     oneDNN from fusing the activation into the preceding MatMul.
     """
     x = tf.convert_to_tensor(x)
-    coeff = tf.cast(math.sqrt(2.0 / math.pi), x.dtype)
-    cubic = tf.cast(0.044715, x.dtype)
+    coeff = tf.cast(_TANH_COEFF, x.dtype)
+    cubic = tf.cast(_TANH_CUBIC, x.dtype)
     x_squared = x * x
     t = tf.tanh(coeff * (x + cubic * x_squared * x))
     half_x = 0.5 * x
