@@ -160,6 +160,14 @@ def assert_mixed_precision_close(
     return actual
 
 
+def fixture_reference(fixture: Path) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """`(inputs, expected)` of a fixture's reference_outputs.npz: the three encoder inputs, and
+    every output the original code computed from them."""
+    data = dict(np.load(fixture / "reference_outputs.npz"))
+    inputs = {k: data.pop(k) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    return inputs, data
+
+
 # bfloat16 tolerance against the original's float32 outputs (the one `--dtype auto` accepts):
 # every output within 2.5% of its largest magnitude (max abs error), 0.5% on average; measured
 # ~1.4% and ~0.15% on both fixtures.

@@ -19,8 +19,7 @@ from tests import helpers
 def test_bfloat16_outputs_within_tolerance_of_original(fixtures_dir: Path, name: str):
     fixture = fixtures_dir / name
     config = AlbertConfig.from_json_file(fixture / "albert_config.json")
-    data = dict(np.load(fixture / "reference_outputs.npz"))
-    inputs = {k: data.pop(k) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    inputs, data = helpers.fixture_reference(fixture)
     with helpers.mixed_precision("mixed_bfloat16"):
         model = load_tf1_checkpoint(fixture / "model.ckpt", config)
     assert model.encoder.compute_dtype == "bfloat16"

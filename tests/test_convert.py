@@ -14,19 +14,14 @@ from albert_tf.cli import main
 from albert_tf.config import AlbertConfig
 from albert_tf.convert.tf1 import load_tf1_checkpoint, read_tf1_checkpoint
 from albert_tf.errors import CheckpointError, ConfigError
+from tests import helpers
 
 FIXTURES = ("albert_tf1_tiny", "albert_tf1_groups")
 
 
-def reference(fixture: Path) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    data = dict(np.load(fixture / "reference_outputs.npz"))
-    inputs = {k: data.pop(k) for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    return inputs, data
-
-
 def assert_matches_reference(encoder, mlm_head, sop_head, fixture: Path) -> None:
     """Every output of the original code, within 1e-5."""
-    inputs, expected = reference(fixture)
+    inputs, expected = helpers.fixture_reference(fixture)
     out = encoder(inputs, training=False)
     np.testing.assert_allclose(out["sequence_output"], expected["sequence_output"], atol=1e-5)
     np.testing.assert_allclose(out["pooled_output"], expected["pooled_output"], atol=1e-5)
@@ -87,7 +82,7 @@ def test_optimizer_slots_ignored_and_heads_optional(fixtures_dir, tmp_path):
     config = AlbertConfig.from_json_file(fixture / "albert_config.json")
     model = load_tf1_checkpoint(prefix, config)
     assert model.mlm_head is None and model.sop_head is None
-    inputs, expected = reference(fixture)
+    inputs, expected = helpers.fixture_reference(fixture)
     out = model.encoder(inputs, training=False)
     np.testing.assert_allclose(out["sequence_output"], expected["sequence_output"], atol=1e-5)
 

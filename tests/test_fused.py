@@ -41,8 +41,7 @@ def _traced(encoder: AlbertEncoder, inputs: dict, enabled: bool):
 def test_fused_encoder_matches_the_original(fixtures_dir: Path, name: str, policy: str):
     fixture = fixtures_dir / name
     config = AlbertConfig.from_json_file(fixture / "albert_config.json")
-    data = dict(np.load(fixture / "reference_outputs.npz"))
-    inputs = {k: data.pop(k) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    inputs, data = helpers.fixture_reference(fixture)
     with helpers.mixed_precision(policy):
         encoder = load_tf1_checkpoint(fixture / "model.ckpt", config).encoder
     concrete, out = _traced(encoder, inputs, enabled=True)
