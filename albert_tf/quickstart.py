@@ -231,26 +231,28 @@ def _pretrain(work: Path, sp_model: Path, vocab_size: int, minutes: float) -> tu
     the wall-time limit ends training wherever it is.
     """
     from albert_tf.config import PRESETS
+    from albert_tf.pretraining.settings import PretrainSettings
     from albert_tf.pretraining.trainer import pretrain
 
     config = PRESETS["tiny"].replace(vocab_size=vocab_size)
     output = work / "pretrain"
     train_steps = max(int(minutes * 60 * STEPS_PER_SECOND), 10)
-    result = pretrain(
-        str(work / "data" / "*.tfrecord"),
-        config,
-        output,
+    settings = PretrainSettings(
+        data=str(work / "data" / "*.tfrecord"),
+        config=config,
+        output=str(output),
         train_steps=train_steps,
         batch_size=BATCH_SIZE,
         learning_rate=LEARNING_RATE,
         warmup_steps=train_steps // 10,
-        sp_model=sp_model,
+        sp_model=str(sp_model),
         save_every=train_steps,
         eval_every=train_steps,
         log_every=50,
-        max_minutes=minutes,
+        minutes=minutes,
         seed=SEED,
     )
+    result = pretrain(settings)
     return output, int(result.step)
 
 

@@ -234,13 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare_only:
         return 0
 
+    from albert_tf.pretraining.settings import PretrainSettings
     from albert_tf.pretraining.trainer import pretrain
 
     run_dir = work / "run"
-    result = pretrain(
-        str(train_dir / "*.tfrecord"),
-        config,
-        run_dir,
+    settings = PretrainSettings(
+        data=str(train_dir / "*.tfrecord"),
+        config=config,
+        output=str(run_dir),
         eval_data=str(heldout_dir / "*.tfrecord"),
         sp_model=str(sp_model),
         train_steps=args.train_steps,
@@ -254,9 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         max_eval_examples=args.max_eval_examples,
         dtype=args.dtype,
         seed=args.seed,
-        max_minutes=args.minutes,
+        minutes=args.minutes,
         overwrite=True,
     )
+    result = pretrain(settings)
     RESULTS.mkdir(parents=True, exist_ok=True)
     start, end = result.eval_history[0], result.eval_history[-1]
     summary = {

@@ -11,6 +11,7 @@ import tensorflow as tf
 from albert_tf.cli import main as cli_main
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import OutputError
+from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 from tests import helpers
 from tests.test_pretrain_data import write_pretraining_records
@@ -48,7 +49,7 @@ def _run(corpus, output, **kwargs):
         progress=False,
     )
     settings.update(kwargs)
-    return pretrain(corpus["train"], CONFIG, output, **settings)
+    return pretrain(PretrainSettings(corpus["train"], CONFIG, str(output), **settings))
 
 
 @pytest.fixture(scope="module")
@@ -109,11 +110,13 @@ def test_same_run_resumes_and_another_run_is_refused(corpus, tmp_path):
     assert resumed.step == 3 and [h["step"] for h in resumed.train_history] == [3]
     with pytest.raises(OutputError, match="holds another run"):
         pretrain(
-            corpus["train"],
-            CONFIG.replace(num_hidden_layers=3),
-            output,
-            train_steps=1,
-            batch_size=4,
+            PretrainSettings(
+                corpus["train"],
+                CONFIG.replace(num_hidden_layers=3),
+                str(output),
+                train_steps=1,
+                batch_size=4,
+            )
         )
     with pytest.raises(OutputError, match="batch_size=4"):
         _run(corpus, output, batch_size=2)
@@ -131,7 +134,9 @@ def test_init_checkpoint_starts_from_its_weights(corpus, first_run, tmp_path):
 
 def test_float16_with_loss_scaling_and_a_time_limit(corpus, tmp_path):
     output = tmp_path / "fp16"
-    result = _run(corpus, output, dtype="float16", train_steps=50, max_minutes=1e-6)
+    result = _run(
+        corpus, output, dtype="float16", train_steps=50, minutes=1e-6, steps_per_loop=1
+    )
     assert result.dtype == "float16"
     assert result.stopped_early and result.step == 1  # out of time after the first step
     assert np.isfinite(result.train_history[-1]["loss"])

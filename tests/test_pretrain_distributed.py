@@ -48,10 +48,11 @@ spec = json.loads(sys.argv[1])
 if spec.pop("logical_cpus", 0):
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 losses = {}
 for strategy, output in spec.pop("runs"):
-    result = pretrain(strategy=strategy, output_dir=output, **spec["settings"])
+    result = pretrain(PretrainSettings(strategy=strategy, output=output, **spec["settings"]))
     losses[strategy] = [[h["mlm_loss"], h["sop_loss"]] for h in result.train_history]
 with open(spec["report"], "w") as f:
     json.dump(losses, f)

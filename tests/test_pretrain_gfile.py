@@ -13,6 +13,7 @@ from albert_tf.cli import main as cli_main
 from albert_tf.errors import OutputError
 from albert_tf.io_utils import join
 from albert_tf.pretraining.run_dir import prepare_output, read_config
+from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 from tests import helpers
 from tests.test_pretrain_data import write_pretraining_records
@@ -78,7 +79,7 @@ def _run(ram, output, **kwargs):
         progress=False,
     )
     settings.update(kwargs)
-    return pretrain(ram["train"], ram["config"], output, **settings)
+    return pretrain(PretrainSettings(ram["train"], ram["config"], output, **settings))
 
 
 def test_pretrain_writes_and_resumes_a_ram_run(ram, fixtures_dir):

@@ -7,6 +7,14 @@ from __future__ import annotations
 
 import argparse
 
+from albert_tf.pretraining.settings import (
+    DEFAULT_STEPS_PER_LOOP,
+    DTYPE_CHOICES,
+    JIT_CHOICES,
+    STRATEGY_CHOICES,
+    PretrainSettings,
+)
+
 HELP = "Pretrain (or resume pretraining) an ALBERT on TFRecord shards (MLM + SOP, LAMB)."
 
 
@@ -36,16 +44,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", type=int, default=3, help="checkpoints to keep")
     parser.add_argument("--eval-every", type=int, default=1000, help="evaluation interval (steps)")
     parser.add_argument("--log-every", type=int, default=100, help="summary interval (steps)")
-    parser.add_argument(
-        "--strategy", default="default", choices=("default", "mirrored", "multi_worker", "tpu")
-    )
+    parser.add_argument("--strategy", default="default", choices=STRATEGY_CHOICES)
     parser.add_argument("--tpu", help="TPU name or grpc:// address (with --strategy tpu)")
-    parser.add_argument(
-        "--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16")
-    )
+    parser.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument(
         "--minutes", type=float, help="stop after this much wall time (saving a checkpoint)"
+    )
+    parser.add_argument(
+        "--steps-per-loop",
+        type=int,
+        help="training steps per host loop (one compiled call, one metric read); default "
+        + ", ".join(f"{n} on {kind}" for kind, n in DEFAULT_STEPS_PER_LOOP.items()),
+    )
+    parser.add_argument(
+        "--grad-accum-steps",
+        type=int,
+        default=1,
+        help="accumulate gradients over K micro-batches of batch-size/replicas/K per update",
+    )
+    parser.add_argument(
+        "--jit-compile",
+        default="auto",
+        choices=JIT_CHOICES,
+        help="XLA for the replica step (auto: on for TPU and GPU, off on the CPU)",
     )
     parser.add_argument(
         "--deterministic", action="store_true", help="deterministic TF ops (exactly reproducible)"
@@ -57,31 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from albert_tf.pretraining.trainer import pretrain
 
-    result = pretrain(
-        args.data,
-        args.config,
-        args.output,
-        train_steps=args.train_steps,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        warmup_steps=args.warmup_steps,
-        eval_data=args.eval_data,
-        init_checkpoint=args.init_checkpoint,
-        sp_model=args.sp_model,
-        save_every=args.save_every,
-        keep=args.keep,
-        eval_every=args.eval_every,
-        log_every=args.log_every,
-        max_eval_examples=args.max_eval_examples,
-        strategy=args.strategy,
-        tpu=args.tpu,
-        dtype=args.dtype,
-        seed=args.seed,
-        max_minutes=args.minutes,
-        overwrite=args.overwrite,
-        deterministic=args.deterministic,
-        progress=not args.quiet,
-    )
+    result = pretrain(PretrainSettings.from_args(args))
     status = "stopped (time limit)" if result.stopped_early else "done"
     print(f"{status}: step {result.step}, {result.seconds:.0f} s, dtype {result.dtype}")
     if result.eval_history:

@@ -10,6 +10,7 @@ import tf_keras as keras
 
 from albert_tf.config import AlbertConfig
 from albert_tf.layers import fused
+from albert_tf.layers.dropout import Dropout
 from albert_tf.layers.embeddings import truncated_normal
 
 # Added to the logits of masked (padding) keys, as in the original code.
@@ -58,7 +59,7 @@ class SelfAttention(keras.layers.Layer):
         self.key = dense("self/key")
         self.value = dense("self/value")
         self.output_dense = dense("output/dense")
-        self.dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+        self.dropout = Dropout(config.attention_probs_dropout_prob)
 
     def build(self, input_shape: Any) -> None:
         build_dense([self.query, self.key, self.value, self.output_dense], self.config.hidden_size)

@@ -9,6 +9,7 @@ import tf_keras as keras
 
 from albert_tf.config import AlbertConfig
 from albert_tf.layers import fused
+from albert_tf.layers.dropout import Dropout
 
 LAYER_NORM_EPSILON = 1e-12
 
@@ -54,7 +55,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         super().__init__(**kwargs)
         self.config = config
         self.layer_norm = layer_norm("LayerNorm")
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def build(self, input_shape: Any) -> None:
         e = self.config.embedding_size

@@ -10,6 +10,7 @@ import tf_keras as keras
 from albert_tf.activations import get_activation, training_activation
 from albert_tf.config import AlbertConfig
 from albert_tf.layers.attention import SelfAttention, build_dense
+from albert_tf.layers.dropout import Dropout
 from albert_tf.layers.embeddings import layer_norm, truncated_normal
 
 
@@ -113,7 +114,7 @@ class TransformerBlock(keras.layers.Layer):
         else:
             self.ffn = share_ffn_with.ffn
             self.ffn_norm = share_ffn_with.ffn_norm
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def prepared_weights(self, cache: dict[int, tuple[tf.Tensor, ...]]) -> tuple[Any, Any]:
         """The attention's and the FFN's `prepared_weights`, memoized in `cache` by sublayer, so

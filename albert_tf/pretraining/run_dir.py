@@ -114,14 +114,6 @@ def check_init_checkpoint(path: str | os.PathLike, config: AlbertConfig) -> str:
     return prefix
 
 
-def run_settings(args: dict) -> dict:
-    """The settings stored in pretrain_run.json."""
-    return {k: args[k] for k in ("batch_size", "seed", "learning_rate", "warmup_steps")} | {
-        "max_seq_length": args["max_seq_length"],
-        "max_predictions_per_seq": args["max_predictions_per_seq"],
-    }
-
-
 def prepare_output(
     output_dir: str | os.PathLike,
     config: AlbertConfig,
