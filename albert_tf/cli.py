@@ -18,6 +18,7 @@ COMMANDS = (
     "train-tokenizer",
     "create-pretraining-data",
     "pretrain",
+    "check",
     "finetune",
     "predict",
     "convert",

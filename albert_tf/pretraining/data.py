@@ -331,3 +331,59 @@ def eval_dataset(
         batches, num_replicas // num_pipelines, num_pipelines, pipeline_id
     )
     return batches.prefetch(tf.data.AUTOTUNE)
+
+
+def synthetic_dataset(
+    vocab_size: int,
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    global_batch_size: int,
+    seed: int = 0,
+    num_replicas: int = 1,
+    num_pipelines: int = 1,
+    pipeline_id: int = 0,
+) -> tf.data.Dataset:
+    """An endless stream of random per-replica model batches (the keys of parse_batch).
+
+    For checks and benchmarks that need no shards: full-length inputs, every prediction slot
+    weighted, random sentence-order labels; the same seed gives the same batches.
+    """
+    per_replica = global_batch_size // num_replicas
+    shape, predictions = [per_replica, max_seq_length], [per_replica, max_predictions_per_seq]
+
+    def batch(index: tf.Tensor) -> dict[str, tf.Tensor]:
+        seeds = tf.random.experimental.stateless_split(
+            tf.stack([tf.cast(index, tf.int64), tf.constant(seed, tf.int64)]), 4
+        )
+        ids = tf.random.stateless_uniform(shape, seeds[0], 5, vocab_size, tf.int32)
+        positions = tf.random.stateless_uniform(predictions, seeds[1], 1, max_seq_length, tf.int32)
+        return {
+            "input_word_ids": ids,
+            "input_mask": tf.ones(shape, tf.int32),
+            "input_type_ids": tf.concat(
+                [
+                    tf.zeros([per_replica, max_seq_length // 2], tf.int32),
+                    tf.ones([per_replica, max_seq_length - max_seq_length // 2], tf.int32),
+                ],
+                axis=1,
+            ),
+            "masked_lm_positions": positions,
+            "masked_lm_ids": tf.random.stateless_uniform(
+                predictions, seeds[2], 5, vocab_size, tf.int32
+            ),
+            "masked_lm_weights": tf.ones(predictions, tf.float32),
+            "sentence_order_label": tf.random.stateless_uniform(
+                [per_replica], seeds[3], 0, 2, tf.int32
+            ),
+            "example_weight": tf.ones([per_replica], tf.float32),
+        }
+
+    replicas_here = num_replicas // num_pipelines
+    first = pipeline_id * replicas_here
+    # Replica r's batch of step i is batch i * num_replicas + r of one global stream.
+    indices = tf.data.Dataset.range(2**62).flat_map(
+        lambda step: tf.data.Dataset.range(first, first + replicas_here).map(
+            lambda replica: step * num_replicas + replica
+        )
+    )
+    return indices.map(batch).prefetch(tf.data.AUTOTUNE)

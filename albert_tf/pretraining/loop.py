@@ -9,7 +9,7 @@ buffer once per loop, so it still has every step's metrics.
 The replica step:
 1. sums this replica's masked-LM weights and examples and all-reduces them, so every loss is
    normalized by the global batch's denominators (see losses.py);
-2. computes gradients on K = `grad_accum_steps` micro-batches of B / replicas / K examples in a
+2. computes dense gradients on K = `grad_accum_steps` micro-batches of B / replicas / K examples in a
    `tf.while_loop`, summing them in float32 (only one micro-batch's activations live at a time);
    the summed gradient is the full batch's gradient, since each micro-batch loss is already
    divided by the global denominators;
@@ -114,7 +114,12 @@ class TrainLoop:
             loss = replica_loss(sums, global_weight, global_count)["loss"]
             if self.dtype == "float16":
                 loss = self.optimizer.get_scaled_loss(loss)
-        return tape.gradient(loss, variables), sums
+        # Dense gradients: the token-type gather's IndexedSlices repeat each row B*S times, and
+        # clip_by_global_norm would count every repeat (the original's one-hot token-type
+        # matmul gives the dense gradient, and the tied MLM decoder makes the word embeddings'
+        # dense anyway). Dense gradients also add up across micro-batches.
+        grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
+        return grads, sums
 
     def _accumulated_gradients(self, batch, global_weight, global_count, seed):
         """(gradients, sums) of this replica's batch, over grad_accum_steps micro-batches."""
@@ -133,7 +138,7 @@ class TrainLoop:
             new_grads, new_sums = self._micro_gradients(
                 micro, global_weight, global_count, micro_seed
             )
-            grads = [g + tf.convert_to_tensor(n) for g, n in zip(grads, new_grads, strict=True)]
+            grads = [g + n for g, n in zip(grads, new_grads, strict=True)]
             sums = {k: sums[k] + new_sums[k] for k in SUM_KEYS}
             return i + 1, grads, sums
 

@@ -15,7 +15,8 @@ short to end on the next multiple of `save_every` or `eval_every`, so those happ
 steps whatever N is. Summaries keep their `log_every` steps too: the loop brings back every
 step's sums, and the host writes them at each multiple of `log_every`. The `--minutes` budget is
 checked after each loop; the run stops (saving a checkpoint) when the next loop, with the last
-checkpoint save and evaluation, would not fit in what is left.
+checkpoint save and evaluation, would not fit in what is left (the first loop of a run with a
+budget ends with a checkpoint, so a save is timed before it counts).
 
 The output directory, data globs, init checkpoint, sp_model and config file may be local paths
 or tf.io.gfile URLs (gs://bucket/run on Cloud TPU; see run_dir for how a URL run directory is
@@ -342,7 +343,10 @@ class _HostLoop:
             step += steps
             self.bar.update(steps)
             last = stop or step == s.train_steps
-            if step % s.save_every == 0 or last:
+            # Under a time budget, the first loop also ends with a checkpoint: it times a save,
+            # which the budget must leave room for at the end.
+            first_under_budget = deadline is not None and len(result.loop_seconds) == 1
+            if step % s.save_every == 0 or last or first_under_budget:
                 self.save(step)
             if self.eval_set is not None and step % s.eval_every == 0 and not last:
                 self.evaluate(step)
