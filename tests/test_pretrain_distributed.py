@@ -1,4 +1,5 @@
-"""Distributed pretraining equals one device; a SIGKILLed run resumes to the same weights.
+"""Distributed pretraining equals one device; accumulation equals one batch; host loops of any
+length and SIGKILLed runs (dropout 0.1) end with bit-identical weights.
 
 Each run happens in a subprocess: logical CPU devices and MultiWorkerMirroredStrategy must be
 set up before TensorFlow initializes, and a kill must hit a real process.
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = helpers.tiny_pretraining_config(vocab_size=60).to_dict()
+DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
 STEPS = 20
 TRAINING = dict(
     train_steps=STEPS,
@@ -51,9 +53,10 @@ if spec.pop("logical_cpus", 0):
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 losses = {}
-for strategy, output in spec.pop("runs"):
-    result = pretrain(PretrainSettings(strategy=strategy, output=output, **spec["settings"]))
-    losses[strategy] = [[h["mlm_loss"], h["sop_loss"]] for h in result.train_history]
+for name, strategy, output, overrides in spec.pop("runs"):
+    settings = PretrainSettings(strategy=strategy, output=output, **spec["settings"] | overrides)
+    result = pretrain(settings)
+    losses[name] = [[h["mlm_loss"], h["sop_loss"]] for h in result.train_history]
 with open(spec["report"], "w") as f:
     json.dump(losses, f)
 """
@@ -92,25 +95,39 @@ def setup(tmp_path_factory):
     write_pretraining_records(root / "a.tfrecord", 48, vocab_size=60, seed=11)
     config = root / "albert_config.json"
     config.write_text(json.dumps(CONFIG))
+    (root / "dropout_config.json").write_text(json.dumps(CONFIG | DROPOUT))
     settings = dict(TRAINING, data=str(root / "a.tfrecord"), config=str(config))
     return root, settings
 
 
+def _drive(spec: dict, **popen):
+    """Starts the driver on `spec` (see DRIVER)."""
+    return subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(spec)], **popen)
+
+
 @pytest.fixture(scope="module")
 def single_and_mirrored(setup):
-    """One process with 2 logical CPUs: the default strategy, then MirroredStrategy."""
+    """One process with 2 logical CPUs: the default strategy and MirroredStrategy, each plain,
+    with gradient accumulation, and (default) with other steps per loop; then the same with
+    dropout 0.1 for the resume tests."""
     root, settings = setup
+    dropout = str(root / "dropout_config.json")
+    runs = [
+        ["default", "default", str(root / "default"), {}],
+        ["mirrored", "mirrored", str(root / "mirrored"), {}],
+        ["default_accum4", "default", str(root / "default_accum4"), {"grad_accum_steps": 4}],
+        ["mirrored_accum2", "mirrored", str(root / "mirrored_accum2"), {"grad_accum_steps": 2}],
+        ["loop1", "default", str(root / "loop1"), {"steps_per_loop": 1}],
+        ["loop3", "default", str(root / "loop3"), {"steps_per_loop": 3}],
+        ["dropout_default", "default", str(root / "dropout_default"), {"config": dropout}],
+        ["dropout_mirrored", "mirrored", str(root / "dropout_mirrored"), {"config": dropout}],
+    ]
     report = root / "mirrored.json"
-    runs = [["default", str(root / "default")], ["mirrored", str(root / "mirrored")]]
     spec = dict(logical_cpus=2, runs=runs, settings=settings, report=str(report))
-    subprocess.run(
-        [sys.executable, "-c", DRIVER, json.dumps(spec)],
-        env=_env(),
-        check=True,
-        timeout=TIMEOUT,
-        capture_output=True,
-    )
-    return json.loads(report.read_text()), root / "default", root / "mirrored"
+    process = _drive(spec, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = process.communicate(timeout=TIMEOUT * 2)
+    assert process.returncode == 0, err[-3000:]
+    return json.loads(report.read_text()), root
 
 
 def _assert_same_training(losses, reference_losses, weights, reference_weights):
@@ -122,19 +139,42 @@ def _assert_same_training(losses, reference_losses, weights, reference_weights):
 
 
 def test_mirrored_over_two_devices_equals_one_device(single_and_mirrored):
-    losses, default_dir, mirrored_dir = single_and_mirrored
+    losses, root = single_and_mirrored
+    default_dir = root / "default"
     # The weights really move (equal runs are not equal no-ops): far more than the tolerance.
     before, after = _weights(default_dir, STEPS - 5), _weights(default_dir)
     model = [k for k in after if k.split("/")[0] in ("encoder", "mlm", "sop")]
     assert max(np.abs(after[k] - before[k]).max() for k in model) > 1e-2
     _assert_same_training(
-        losses["mirrored"], losses["default"], _weights(mirrored_dir), _weights(default_dir)
+        losses["mirrored"], losses["default"], _weights(root / "mirrored"), _weights(default_dir)
     )
+
+
+@pytest.mark.parametrize("run", ["default_accum4", "mirrored_accum2"])
+def test_accumulated_micro_batches_equal_one_batch(single_and_mirrored, run):
+    """K micro-batches of B/K per update: the same training as batches of B (float32,
+    dropout 0), one device and mirrored."""
+    losses, root = single_and_mirrored
+    _assert_same_training(
+        losses[run], losses["default"], _weights(root / run), _weights(root / "default")
+    )
+
+
+def test_steps_per_loop_do_not_change_a_bit(single_and_mirrored):
+    """Loops of 1, 3 and the CPU default (10, cut to 5 by the checkpoints): identical runs."""
+    losses, root = single_and_mirrored
+    reference = _weights(root / "default")
+    for run in ("loop1", "loop3"):
+        assert losses[run] == losses["default"]
+        weights = _weights(root / run)
+        assert weights.keys() == reference.keys()
+        for name, value in reference.items():
+            np.testing.assert_array_equal(weights[name], value, err_msg=f"{run}: {name}")
 
 
 def test_multi_worker_with_two_processes_equals_one_device(setup, single_and_mirrored):
     root, settings = setup
-    reference, default_dir, _ = single_and_mirrored
+    reference, _ = single_and_mirrored
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     output = root / "multi_worker"
     processes = []
@@ -142,15 +182,11 @@ def test_multi_worker_with_two_processes_equals_one_device(setup, single_and_mir
         for index in range(2):
             tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
             report = root / f"worker{index}.json"
-            spec = dict(runs=[["multi_worker", str(output)]], settings=settings, report=str(report))
+            runs = [["multi_worker", "multi_worker", str(output), {}]]
+            spec = dict(runs=runs, settings=settings, report=str(report))
+            env = _env(TF_CONFIG=json.dumps(tf_config))
             processes.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", DRIVER, json.dumps(spec)],
-                    env=_env(TF_CONFIG=json.dumps(tf_config)),
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
+                _drive(spec, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             )
         deadline = time.monotonic() + TIMEOUT
         for process in processes:
@@ -164,7 +200,7 @@ def test_multi_worker_with_two_processes_equals_one_device(setup, single_and_mir
     chief = json.loads((root / "worker0.json").read_text())["multi_worker"]
     other = json.loads((root / "worker1.json").read_text())["multi_worker"]
     np.testing.assert_allclose(other, chief, atol=0)  # every worker reports the global losses
-    _assert_same_training(chief, reference["default"], _weights(output), _weights(default_dir))
+    _assert_same_training(chief, reference["default"], _weights(output), _weights(root / "default"))
     # Only the chief writes the run directory; the other worker's scratch copies are gone.
     assert sorted(p.name for p in output.glob("ckpt-*.index")) == ["ckpt-15.index", "ckpt-20.index"]
 
@@ -178,13 +214,7 @@ def _cli(settings: dict, output: Path) -> list[str]:
     return [*args, "--deterministic"]
 
 
-def test_run_killed_mid_way_resumes_to_exactly_the_same_weights(setup, single_and_mirrored):
-    root, settings = setup
-    _, default_dir, _ = single_and_mirrored
-    output = root / "killed"
-    process = subprocess.Popen(
-        _cli(settings, output), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+def _kill_after_first_checkpoint(process: subprocess.Popen, output: Path) -> None:
     try:
         deadline = time.monotonic() + TIMEOUT
         while tf.train.latest_checkpoint(str(output)) is None and process.poll() is None:
@@ -199,8 +229,37 @@ def test_run_killed_mid_way_resumes_to_exactly_the_same_weights(setup, single_an
     assert process.returncode == -signal.SIGKILL
     killed_at = int(tf.train.latest_checkpoint(str(output)).rsplit("-", 1)[1])
     assert 5 <= killed_at < STEPS
-    subprocess.run(_cli(settings, output), env=_env(), check=True, timeout=TIMEOUT)
-    resumed, reference = _weights(output), _weights(default_dir)
+
+
+def _assert_bitwise_equal(output: Path, reference_dir: Path) -> None:
+    resumed, reference = _weights(output), _weights(reference_dir)
     assert resumed.keys() == reference.keys()
     for name, value in reference.items():
         np.testing.assert_array_equal(resumed[name], value, err_msg=name)
+
+
+def test_run_killed_mid_way_resumes_to_exactly_the_same_weights(setup, single_and_mirrored):
+    """kill -9 of `albert-tf pretrain` with dropout 0.1, then the same command again."""
+    root, settings = setup
+    settings = dict(settings, config=str(root / "dropout_config.json"))
+    output = root / "killed"
+    quiet = dict(env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _kill_after_first_checkpoint(subprocess.Popen(_cli(settings, output), **quiet), output)
+    subprocess.run(_cli(settings, output), check=True, timeout=TIMEOUT, **quiet)
+    _assert_bitwise_equal(output, root / "dropout_default")
+    # Dropout really was on: the same run without it ends elsewhere.
+    no_dropout = _weights(root / "default")
+    assert any(not np.array_equal(v, no_dropout[k]) for k, v in _weights(output).items())
+
+
+def test_mirrored_run_killed_mid_way_resumes_to_exactly_the_same_weights(
+    setup, single_and_mirrored
+):
+    root, settings = setup
+    output = root / "killed_mirrored"
+    runs = [["killed", "mirrored", str(output), {"config": str(root / "dropout_config.json")}]]
+    spec = dict(logical_cpus=2, runs=runs, settings=settings, report=str(root / "killed.json"))
+    quiet = dict(env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _kill_after_first_checkpoint(_drive(spec, **quiet), output)
+    assert _drive(spec, **quiet).wait(timeout=TIMEOUT) == 0
+    _assert_bitwise_equal(output, root / "dropout_mirrored")

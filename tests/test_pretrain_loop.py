@@ -90,16 +90,62 @@ def _loop_losses(config, dtype, accum, jit, steps=2, batch=8):
     return sums["mlm_ce_sum"] / sums["mlm_weight_sum"] + sums["sop_ce_sum"] / sums["example_count"]
 
 
+def _loss(sums) -> float:
+    return float(
+        sums["mlm_ce_sum"] / sums["mlm_weight_sum"] + sums["sop_ce_sum"] / sums["example_count"]
+    )
+
+
+def _gradient_step(config, dtype, accum, jit):
+    """(loss, gradients) of the part of the replica step that --jit-compile compiles: the
+    forward and backward passes over the micro-batches, on one fixed batch."""
+    tf.keras.utils.set_random_seed(1)
+    with keras_policy(dtype):
+        loop = TrainLoop(
+            tf.distribute.get_strategy(),
+            config,
+            max_seq_length=SEQ,
+            max_predictions_per_seq=PREDICTIONS,
+            dtype=dtype,
+            optimizer_args=(1e-2, 10, 0),
+            steps_per_loop=1,
+            grad_accum_steps=accum,
+        )
+        batch = next(iter(data_lib.synthetic_dataset(100, SEQ, PREDICTIONS, 8, seed=2)))
+        step = tf.function(loop._accumulated_gradients, jit_compile=jit)
+        grads, sums = step(batch, tf.constant(32.0), tf.constant(8.0), fold_seed(1, 2))
+    loss = sums["mlm_ce_sum"] / 32.0 + sums["sop_ce_sum"] / 8.0
+    return float(loss), [g.numpy() for g in grads]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("accum", [1, 2])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("shared", ["all", "attention", "ffn", "none"])
 def test_xla_step_matches_the_plain_step(shared, dtype, accum):
     config = helpers.tiny_pretraining_config(vocab_size=100).replace(shared_params=shared)
-    plain = _loop_losses(config, dtype, accum, jit=False)
-    xla = _loop_losses(config, dtype, accum, jit=True)
-    # Step 2 runs on weights that one LAMB update (computed by each path) has moved.
-    np.testing.assert_allclose(xla, plain, atol=1e-4 if dtype == "float32" else 2e-2)
+    plain_loss, plain_grads = _gradient_step(config, dtype, accum, jit=False)
+    xla_loss, xla_grads = _gradient_step(config, dtype, accum, jit=True)
+    assert xla_loss == pytest.approx(plain_loss, abs=1e-4 if dtype == "float32" else 1e-2)
+    for xla, plain in zip(xla_grads, plain_grads, strict=True):
+        if dtype == "float32":  # within 1e-4 of each variable's largest gradient
+            np.testing.assert_allclose(xla, plain, atol=1e-4 * max(np.abs(plain).max(), 1e-3))
+        else:  # bfloat16's 8-bit mantissas, summed in another order by XLA's fusions
+            cosine = np.sum(xla * plain) / (np.linalg.norm(xla) * np.linalg.norm(plain) + 1e-12)
+            assert np.linalg.norm(plain) < 1e-6 or cosine > 0.99, cosine
+
+
+@pytest.mark.slow
+def test_xla_training_with_dropout_and_accumulation_runs_and_replays():
+    """The whole loop with XLA: finite, and the same seeded dropout masks on a rerun (XLA's
+    stateless random bits differ from the TF kernels', so not the plain loop's masks)."""
+    config = helpers.tiny_pretraining_config(vocab_size=100).replace(
+        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1
+    )
+    first = _loop_losses(config, "bfloat16", 2, jit=True)
+    np.testing.assert_array_equal(_loop_losses(config, "bfloat16", 2, jit=True), first)
+    assert np.all(np.isfinite(first))
+    np.testing.assert_allclose(first, _loop_losses(config, "bfloat16", 2, jit=False), atol=0.1)
 
 
 def test_accumulated_micro_batches_equal_one_batch():
