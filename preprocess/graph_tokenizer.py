@@ -8,7 +8,7 @@ into a SavedModel and runs in `tf.data`:
 3. NFKD (`tf_text.normalize_utf8`), then removal of characters with a non-zero canonical
    combining class, the set Python's `unicodedata.combining` reports;
 4. `tf.strings.lower(encoding="utf-8")`: full Unicode lowercasing with Final_Sigma, like
-   `str.lower` (case folding would turn "ß" into "ss");
+   `str.lower` (case folding would turn "ß" into "ss"), applied between NULs, where it stops;
 5. SentencePiece with `tf_text.FastSentencepieceTokenizer`. `tf_text.SentencepieceTokenizer`
    bundles an older SentencePiece whose Viterbi breaks ties between equal-score segmentations
    differently from the `sentencepiece` package the original ran on (1 of the 166 reference
@@ -68,6 +68,23 @@ def _is_combining(c: str) -> bool:
     return unicodedata.combining(c) != 0
 
 
+def _lower_utf8(text: tf.Tensor) -> tf.Tensor:
+    """`str.lower` of UTF-8 strings: tf.string [...] -> tf.string [...] (same shape).
+
+    `tf.strings.lower` stops at the first NUL and drops the rest of the string, so it lowercases
+    the NUL-free parts one by one. NUL is neither cased nor case-ignorable, so the split cannot
+    change the Final_Sigma context of any sigma. Each part gets its NUL back as a suffix (the
+    `separator` of `reduce_join` is an op attribute, cut at its NUL) and the last one is removed.
+    """
+    nul = tf.constant("\x00")
+    parts = tf.strings.split(tf.reshape(text, [-1]), nul)  # [N, (parts)], at least one each
+    lowered = tf.ragged.map_flat_values(tf.strings.lower, parts, encoding="utf-8") + nul
+    joined = tf.strings.reduce_join(lowered, axis=-1)  # [N]
+    length = tf.strings.length(joined)
+    lowered = tf.strings.substr(joined, tf.zeros_like(length), length - 1)
+    return tf.reshape(lowered, tf.shape(text))
+
+
 class GraphTokenizer(tf.Module):
     """ALBERT tokenization as TF ops; equal to `AlbertTokenizer.encode`.
 
@@ -124,7 +141,7 @@ class GraphTokenizer(tf.Module):
         text = tf_text.normalize_utf8(text, "NFKD")
         text = tf.strings.regex_replace(text, self._combining, "")
         if self.do_lower_case:
-            text = tf.strings.lower(text, encoding="utf-8")
+            text = _lower_utf8(text)
         return text
 
     def tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:

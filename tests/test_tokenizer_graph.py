@@ -121,3 +121,12 @@ def test_in_tf_data_and_tf_function(graph_tok, cases):
 def test_bad_model(tmp_path):
     with pytest.raises(TokenizerError, match="not found"):
         GraphTokenizer(tmp_path / "missing.model")
+
+
+def test_nul_keeps_the_rest_of_the_text(graph_tok, py_tok):
+    # tf.strings.lower drops everything after a NUL; found by tests/test_tokenizer_properties.py.
+    texts = ["a\x00B c", "\x00\x00ΑΣ\x00Σ", "N\x00\U0008a9e1\x06p"]
+    got = [t.decode("utf-8") for t in graph_tok.normalize(tf.constant(texts)).numpy()]
+    assert got == [preprocess_text(t) for t in texts]
+    assert got[0] == "a\x00b c"
+    assert graph_tok.tokenize(tf.constant(texts)).to_list() == [py_tok.encode(t) for t in texts]
