@@ -44,10 +44,16 @@ def bert_pack_inputs(
       segments: RaggedTensors int32 [B, (tokens)] or [B, (words), (tokens)], same batch size
         (the SavedModel's `bert_pack_inputs` is traced for [B, (tokens)]).
       seq_length: output length N (Python int or int32 scalar tensor), at least
-        `len(segments) + 1`.
+        `len(segments) + 1` (room for [CLS] and each [SEP]); InvalidArgumentError if less.
     Returns:
       dict `input_word_ids, input_mask, input_type_ids`, each int32 [B, N].
     """
+    tf.debugging.assert_greater_equal(
+        tf.cast(seq_length, tf.int32),
+        len(segments) + 1,
+        message=f"bert_pack_inputs: seq_length must be at least {len(segments) + 1} "
+        f"([CLS] and a [SEP] per segment) for {len(segments)} segment(s)",
+    )
     segments = [s.merge_dims(1, -1) if s.shape.rank > 2 else s for s in segments]
     budget = seq_length - len(segments) - 1  # room left after [CLS] and one [SEP] per segment
     trimmed = tf_text.RoundRobinTrimmer(budget).trim(segments)
