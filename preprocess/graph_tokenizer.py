@@ -12,7 +12,9 @@ into a SavedModel and runs in `tf.data`:
 5. SentencePiece with `tf_text.FastSentencepieceTokenizer`. `tf_text.SentencepieceTokenizer`
    bundles an older SentencePiece whose Viterbi breaks ties between equal-score segmentations
    differently from the `sentencepiece` package the original ran on (1 of the 166 reference
-   strings, a run of dashes, differs); the fast tokenizer agrees on all of them;
+   strings, a run of dashes, differs); the fast tokenizer agrees on all of them. It too can
+   break a tie of equal-score segmentations otherwise after a character outside the vocabulary
+   ("\\x80000": "0", "00" here, "00", "0" in Python), as float rounding decides those ties;
 6. the original's digit-comma re-split as a table lookup: every vocabulary id maps to the ids it
    becomes (itself, or for a piece ending in a `str.isdigit()` character + "," the Python
    SentencePiece tokenization of the piece without "," and "▁", then ","), built in Python at

@@ -8,6 +8,8 @@ its shape and its round-robin trimming for any segment lengths. The run is seede
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import tensorflow as tf
 from hypothesis import example, given, settings
@@ -51,18 +53,35 @@ def _utf8(text: str | bytes) -> bytes:
     return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
 
+def _is_viterbi_tie(sp, ids: list[int], want: list[int]) -> bool:
+    """Two segmentations of the same pieces' text with the same total score. SentencePiece's
+    Viterbi search picks one of them by float rounding, which differs between its C++ library
+    and tensorflow_text's fast tokenizer: "\\x80000" gives "0", "00" in one, "00", "0" in the
+    other. Seen only after a character outside the vocabulary."""
+
+    def text(ids: list[int]) -> str:
+        return "".join(sp.id_to_piece(i) for i in ids)
+
+    def score(ids: list[int]) -> float:
+        return sum(sp.get_score(i) for i in ids)
+
+    return text(ids) == text(want) and math.isclose(score(ids), score(want), rel_tol=1e-6)
+
+
 def _assert_same_ids(tokenizers, lower: bool, batch: list[str | bytes]) -> None:
     python, graph = tokenizers[lower]
     expected = [python.encode(text) for text in batch]
     assert [python.encode(_utf8(text)) for text in batch] == expected
     got = graph.tokenize(tf.constant([_utf8(text) for text in batch]))
     assert got.dtype == tf.int32
-    assert got.to_list() == expected
+    for ids, want in zip(got.to_list(), expected, strict=True):
+        assert ids == want or _is_viterbi_tie(python.sp_model, ids, want), (ids, want)
     assert all(0 <= i < python.vocab_size for ids in expected for i in ids)
 
 
 @given(batch=inputs, lower=st.booleans())
 @example(batch=["a\x00B c", "\ud800x", b"\xed\xa0\x80x\xff", "\u2c2f\U0001e056\u0301"], lower=True)
+@example(batch=["\x80000", "\x80 000"], lower=False)
 def test_any_input_same_ids_in_python_and_graph(tokenizers, batch, lower):
     _assert_same_ids(tokenizers, lower, batch)
 
