@@ -44,7 +44,12 @@ def _check_arguments(
     seq_length: int,
     tflite: bool,
 ) -> Path | None:
-    """Every check that needs no model, before any work; returns the SentencePiece model."""
+    """Every check that needs no model, before any work; returns the SentencePiece model.
+
+    `seq_length` is checked only where it is used: preprocess/ needs room for three segments,
+    and preprocess/ beside an encoder and the TFLite encoders must fit the encoder's
+    `max_position_embeddings`; an encoder alone has no sequence length.
+    """
     if checkpoint_dir is None and sp_model is None:
         raise ExportError(
             "nothing to export: give a checkpoint directory and/or a SentencePiece model"
@@ -55,24 +60,28 @@ def _check_arguments(
         raise ExportError(f"seq_length must be positive, got {seq_length}")
     if sp_model is not None and not Path(sp_model).is_file():
         raise ExportError(f"SentencePiece model {sp_model} does not exist")
-    if checkpoint_dir is None:
-        return Path(sp_model)
-    checkpoint_dir = Path(checkpoint_dir)
-    if not checkpoint_dir.is_dir():
-        raise CheckpointError(f"checkpoint directory {checkpoint_dir} does not exist")
-    if not (checkpoint_dir / CONFIG_FILE).is_file():
-        raise CheckpointError(f"checkpoint directory {checkpoint_dir} has no {CONFIG_FILE}")
-    config = AlbertConfig.from_json_file(checkpoint_dir / CONFIG_FILE)
-    if sp_model is None and (checkpoint_dir / SP_MODEL_FILE).is_file():
-        sp_model = checkpoint_dir / SP_MODEL_FILE
+    config = None
+    if checkpoint_dir is not None:
+        checkpoint_dir = Path(checkpoint_dir)
+        if not checkpoint_dir.is_dir():
+            raise CheckpointError(f"checkpoint directory {checkpoint_dir} does not exist")
+        if not (checkpoint_dir / CONFIG_FILE).is_file():
+            raise CheckpointError(f"checkpoint directory {checkpoint_dir} has no {CONFIG_FILE}")
+        config = AlbertConfig.from_json_file(checkpoint_dir / CONFIG_FILE)
+        if sp_model is None and (checkpoint_dir / SP_MODEL_FILE).is_file():
+            sp_model = checkpoint_dir / SP_MODEL_FILE
     if sp_model is not None:
         from export.encoder import check_sp_model
+        from preprocess.preprocess_model import check_seq_length
 
-        check_sp_model(sp_model, config)
-    if seq_length > config.max_position_embeddings:
+        check_seq_length(seq_length)
+        if config is not None:
+            check_sp_model(sp_model, config)
+    users = [name for name, used in (("preprocess/", sp_model), ("TFLite", tflite)) if used]
+    if config is not None and users and seq_length > config.max_position_embeddings:
         raise ExportError(
-            f"seq_length {seq_length} exceeds the model's max_position_embeddings "
-            f"{config.max_position_embeddings}; lower --seq-length"
+            f"seq_length {seq_length} (of {' and '.join(users)}) exceeds the model's "
+            f"max_position_embeddings {config.max_position_embeddings}; lower --seq-length"
         )
     return None if sp_model is None else Path(sp_model)
 

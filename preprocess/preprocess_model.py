@@ -156,6 +156,15 @@ class PreprocessModule(tf.Module):
         )
 
 
+def check_seq_length(seq_length: int) -> None:
+    """ExportError unless `seq_length` leaves room for [CLS], a [SEP] per segment and a token
+    (`bert_pack_inputs` with `MAX_SEGMENTS` segments)."""
+    if seq_length < MAX_SEGMENTS + 2:
+        raise ExportError(
+            f"seq_length {seq_length} is too small: it must be at least {MAX_SEGMENTS + 2}"
+        )
+
+
 def save_preprocess_model(
     sp_model_path: str | os.PathLike,
     output_dir: str | os.PathLike,
@@ -168,10 +177,7 @@ def save_preprocess_model(
     Raises TokenizerError (missing/corrupt model, no ALBERT specials), ExportError (seq_length
     too small), OutputError (exists and not `overwrite`).
     """
-    if seq_length < MAX_SEGMENTS + 2:
-        raise ExportError(
-            f"seq_length {seq_length} is too small: it must be at least {MAX_SEGMENTS + 2}"
-        )
+    check_seq_length(seq_length)
     check_output_path(output_dir, overwrite)
     module = PreprocessModule(sp_model_path, seq_length, do_lower_case)
     with atomic_dir(output_dir, overwrite=overwrite) as tmp:

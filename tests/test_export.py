@@ -205,7 +205,8 @@ def test_argument_errors(groups, tmp_path, capsys):
     output = str(tmp_path / "out")
     cases = [
         ((), "nothing to export"),
-        (("--checkpoint", str(groups["checkpoint"]), "--seq-length", "65"), "max_position"),
+        (("--checkpoint", str(groups["checkpoint"]), "--tflite"), "(of TFLite) exceeds"),
+        (("--sp-model", str(tmp_path), "--seq-length", "0"), "must be positive"),
         (("--sp-model", str(tmp_path / "missing.model")), "does not exist"),
         (("--from-hub", str(groups["bundle"].encoder), "--tflite"), "cannot be combined"),
     ]
@@ -214,6 +215,19 @@ def test_argument_errors(groups, tmp_path, capsys):
         assert code == 2, argv
         assert message in _error_line(err), err
     assert not (tmp_path / "out").exists()
+
+
+def test_encoder_alone_has_no_sequence_length(groups, tmp_path, capsys):
+    # max_position_embeddings 64, the default --seq-length 128 and no SentencePiece model: only
+    # encoder/ is written: nothing in it has a sequence length.
+    assert groups["source"].config.max_position_embeddings < 128
+    output = tmp_path / "out"
+    code, out, err = _run(
+        capsys, "--checkpoint", str(groups["checkpoint"]), "--output", str(output)
+    )
+    assert code == 0, err
+    assert sorted(p.name for p in output.iterdir()) == ["encoder"]
+    assert f"wrote {output / 'encoder'}" in out
 
 
 def test_tflite_report_written(groups):
