@@ -112,28 +112,21 @@ def export_bundle(
     sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite)
     output_dir = Path(output_dir)
     check_output_path(output_dir, overwrite)
-    steps = (checkpoint_dir is not None) * 2 + 1 + tflite
+    checkpoint = None
+    if checkpoint_dir is not None:
+        from albert_tf.checkpoint import load_checkpoint_dir
+
+        # Before the progress bar and the output: a bad checkpoint is one line and nothing else.
+        checkpoint = load_checkpoint_dir(checkpoint_dir)
+    steps = (checkpoint is not None) + 1 + tflite
     result = ExportedBundle(output_dir)
     with (
         atomic_dir(output_dir, overwrite=overwrite) as tmp,
         tqdm(total=steps, desc="export", unit="step") as progress,
     ):
-        if checkpoint_dir is not None:
-            import tensorflow as tf
-
-            from albert_tf.checkpoint import load_checkpoint_dir
+        if checkpoint is not None:
             from export.encoder import save_encoder
 
-            progress.set_postfix_str("loading checkpoint")
-            try:
-                checkpoint = load_checkpoint_dir(checkpoint_dir)
-            except (tf.errors.OpError, IndexError) as e:
-                # TF's checkpoint reader raises these for truncated or corrupt files.
-                reason = (getattr(e, "message", None) or str(e)).strip().splitlines()[0]
-                raise CheckpointError(
-                    f"cannot read checkpoint {checkpoint_dir}: {reason}"
-                ) from None
-            progress.update()
             progress.set_postfix_str("encoder SavedModel")
             save_encoder(tmp / ENCODER_DIR, checkpoint.encoder, checkpoint.mlm_head, sp_model)
             result.encoder = output_dir / ENCODER_DIR

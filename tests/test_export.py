@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import tensorflow as tf
@@ -185,20 +184,6 @@ def test_unwritable_output(groups, tmp_path, capsys):
     assert code == 2
     assert str(blocker) in _error_line(err)
     assert blocker.read_text() == "a file, not a directory"
-
-
-def test_broken_checkpoint_leaves_nothing(groups, tmp_path, capsys):
-    checkpoint = tmp_path / "checkpoint"
-    shutil.copytree(groups["checkpoint"], checkpoint)
-    for data in checkpoint.glob("ckpt-*.data-*"):
-        data.write_bytes(b"not a checkpoint")
-    output = tmp_path / "out"
-    code, _, err = _run(
-        capsys, "--checkpoint", str(checkpoint), "--seq-length", "16", "--output", str(output)
-    )
-    assert code == 2
-    assert err.strip().splitlines()[-1].startswith("albert-tf export: error: ")
-    assert not output.exists() and not _leftovers(tmp_path, "out")
 
 
 def test_argument_errors(groups, tmp_path, capsys):
