@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from albert_tf.environment import check_tensorflow_hub
-from albert_tf.errors import ConfigError, OutputError
-from albert_tf.io_utils import atomic_dir, atomic_file, check_output_path
+from albert_tf.errors import ConfigError
+from albert_tf.io_utils import atomic_dir, atomic_file, check_can_create, check_output_path
 
 DEFAULT_OUT = "albert_quickstart"
 DEFAULT_MINUTES = 4.0  # pretraining wall time; the whole quickstart takes 3-6 min on 2 cores
@@ -91,14 +91,7 @@ def validate_arguments(out: str | os.PathLike, minutes: float, overwrite: bool) 
     check_tensorflow_hub()  # the demo loads the exported modules with it
     target = Path(out).expanduser().absolute()
     check_output_path(target, overwrite or is_quickstart_output(target))
-    ancestor = target.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise OutputError(f"cannot create {target}: {ancestor} is not a directory")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise OutputError(f"cannot create {target}: {ancestor} is not writable")
-    return target
+    return check_can_create(target)
 
 
 class _Steps:

@@ -144,3 +144,26 @@ def test_tiny_benchmark_writes_records(tmp_path, capsys):
     assert all(r["value"] > 0 for r in records if r["metric"] in ("throughput", "mfu"))
     assert result["meta"]["config"]["hidden_size"] == 32
     assert "| train 2x16 | throughput [examples/s] | bfloat16 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("make", "extra", "message"),
+    [
+        (lambda p: p.write_text("mine"), [], "already exists (pass --overwrite"),
+        (lambda p: p.mkdir(), ["--overwrite"], "is a directory"),
+        (lambda p: p.parent.rmdir() or p.parent.write_text("mine"), [], "is not a directory"),
+    ],
+)
+def test_json_output_checked_before_benchmarking(tmp_path, capsys, make, extra, message):
+    target = tmp_path / "parent" / "bench.json"
+    target.parent.mkdir()
+    make(target)
+    before = sorted((p.name, p.is_dir()) for p in tmp_path.rglob("*"))
+    assert main(["benchmark", "--tiny", "--json", str(target), *extra]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing was benchmarked
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err
+    assert lines[0].startswith("albert-tf benchmark: error: ") and message in lines[0]
+    assert str(target.parent if "not a directory" in message else target) in lines[0]
+    assert sorted((p.name, p.is_dir()) for p in tmp_path.rglob("*")) == before
