@@ -184,6 +184,17 @@ def latest_checkpoint(path: str | os.PathLike) -> str:
     raise CheckpointError(f"no TF2 checkpoint found in {path}")
 
 
+def read_checkpoint_dir_config(path: str | os.PathLike) -> AlbertConfig:
+    """The config of checkpoint directory `path`; CheckpointError if the directory or its
+    `albert_config.json` is missing, ConfigError if the config is invalid."""
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckpointError(f"checkpoint directory {path} does not exist")
+    if not (path / CONFIG_FILE).is_file():
+        raise CheckpointError(f"checkpoint directory {path} has no {CONFIG_FILE}")
+    return AlbertConfig.from_json_file(path / CONFIG_FILE)
+
+
 def load_checkpoint_dir(path: str | os.PathLike) -> CheckpointDir:
     """Reads a checkpoint directory: config, encoder, heads that were saved, SentencePiece path.
 
@@ -191,11 +202,7 @@ def load_checkpoint_dir(path: str | os.PathLike) -> CheckpointDir:
     file is corrupt (naming it), or the checkpoint's variables disagree with the config.
     """
     path = Path(path)
-    if not path.is_dir():
-        raise CheckpointError(f"checkpoint directory {path} does not exist")
-    if not (path / CONFIG_FILE).is_file():
-        raise CheckpointError(f"{path} has no {CONFIG_FILE}")
-    config = AlbertConfig.from_json_file(path / CONFIG_FILE)
+    config = read_checkpoint_dir_config(path)
     prefix = latest_checkpoint(path)
     check_checkpoint_files(prefix)
     children = checkpoint_children(prefix)

@@ -14,16 +14,14 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from albert_tf.config import AlbertConfig
-from albert_tf.errors import CheckpointError, ExportError
+from albert_tf.errors import ExportError
 from albert_tf.io_utils import atomic_dir, check_output_path
 
 ENCODER_DIR = "encoder"
 PREPROCESS_DIR = "preprocess"
 TFLITE_DIR = "tflite"
 TFLITE_REPORT = "report.json"
-CONFIG_FILE = "albert_config.json"  # the checkpoint directory's names (albert_tf.checkpoint)
-SP_MODEL_FILE = "spm.model"
+SP_MODEL_FILE = "spm.model"  # the checkpoint directory's name for it (albert_tf.checkpoint)
 
 
 @dataclasses.dataclass
@@ -62,14 +60,11 @@ def _check_arguments(
         raise ExportError(f"SentencePiece model {sp_model} does not exist")
     config = None
     if checkpoint_dir is not None:
-        checkpoint_dir = Path(checkpoint_dir)
-        if not checkpoint_dir.is_dir():
-            raise CheckpointError(f"checkpoint directory {checkpoint_dir} does not exist")
-        if not (checkpoint_dir / CONFIG_FILE).is_file():
-            raise CheckpointError(f"checkpoint directory {checkpoint_dir} has no {CONFIG_FILE}")
-        config = AlbertConfig.from_json_file(checkpoint_dir / CONFIG_FILE)
-        if sp_model is None and (checkpoint_dir / SP_MODEL_FILE).is_file():
-            sp_model = checkpoint_dir / SP_MODEL_FILE
+        from albert_tf.checkpoint import read_checkpoint_dir_config
+
+        config = read_checkpoint_dir_config(checkpoint_dir)
+        if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
+            sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
     if sp_model is not None:
         from export.encoder import check_sp_model
         from preprocess.preprocess_model import check_seq_length
