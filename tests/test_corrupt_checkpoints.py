@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from albert_tf.cli import main
@@ -103,4 +104,21 @@ def test_convert_tf1_names_the_damaged_file(fixtures_dir, tmp_path, capfd):
     assert main([*argv, "--config", str(source / "albert_config.json")]) == 2
     line = _one_line(capfd)
     assert f"checkpoint file {data} is corrupt or unreadable: Checksum does not match" in line
+    assert not output.exists()
+
+
+def test_convert_hf_names_the_damaged_file(tmp_path, capfd):
+    from safetensors.numpy import save_file
+
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    config = dict(model_type="albert", vocab_size=97, embedding_size=16, hidden_size=32)
+    (hf / "config.json").write_text(json.dumps(config))
+    weights = hf / "model.safetensors"
+    save_file({"embeddings.word_embeddings.weight": np.zeros((97, 16), np.float32)}, weights)
+    _truncate(weights)
+    output = tmp_path / "out"
+    assert main(["convert", "--hf-checkpoint", str(hf), "--output", str(output)]) == 2
+    line = _one_line(capfd)
+    assert f"checkpoint file {weights} is corrupt or unreadable" in line
     assert not output.exists()
