@@ -19,6 +19,7 @@ from albert_tf.benchmarking.runner import (
 )
 from albert_tf.cli import main
 from albert_tf.config import PRESETS
+from tests import helpers
 
 RECORD_KEYS = {"system", "dtype", "case", "metric", "value", "unit", "ratio_to_ours"}
 
@@ -162,8 +163,7 @@ def test_json_output_checked_before_benchmarking(tmp_path, capsys, make, extra, 
     assert main(["benchmark", "--tiny", "--json", str(target), *extra]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""  # nothing was benchmarked
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in captured.err
-    assert lines[0].startswith("albert-tf benchmark: error: ") and message in lines[0]
-    assert str(target.parent if "not a directory" in message else target) in lines[0]
+    line = helpers.one_error_line(captured.err, "benchmark")
+    assert message in line
+    assert str(target.parent if "not a directory" in message else target) in line
     assert sorted((p.name, p.is_dir()) for p in tmp_path.rglob("*")) == before

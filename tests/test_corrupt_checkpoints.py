@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from albert_tf.cli import main
+from tests.helpers import one_error_line
 
 DATA = "ckpt-1.data-00000-of-00001"
 
@@ -31,14 +32,6 @@ def _truncate(path: Path) -> None:
 
 def _remove(path: Path) -> None:
     path.unlink()
-
-
-def _one_line(capfd) -> str:
-    err = capfd.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err and "{{function_node" not in err
-    return lines[0]
 
 
 # (damaged file, damage, what the line says about it)
@@ -61,8 +54,7 @@ def test_export_names_the_damaged_file(groups, tmp_path, capfd, name, damage, me
     output = tmp_path / "out"
     code = main(["export", "--checkpoint", str(checkpoint), "--output", str(output)])
     assert code == 2
-    line = _one_line(capfd)
-    assert line.startswith("albert-tf export: error: ")
+    line = one_error_line(capfd.readouterr().err, "export")
     assert str(checkpoint / name) in line and message in line, line
     assert "albert_config.json" not in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint_dir"]
@@ -76,7 +68,7 @@ def test_export_config_mismatch_is_one_line(groups, tmp_path, capfd):
     (checkpoint / "albert_config.json").write_text(json.dumps(config))
     output = tmp_path / "out"
     assert main(["export", "--checkpoint", str(checkpoint), "--output", str(output)]) == 2
-    line = _one_line(capfd)
+    line = one_error_line(capfd.readouterr().err, "export")
     assert "does not match albert_config.json: Received incompatible tensor" in line
     assert not output.exists()
 
@@ -88,7 +80,7 @@ def test_export_from_hub_names_the_damaged_variables(groups, tmp_path, capfd):
     _overwrite_mid_file(data)
     output = tmp_path / "out"
     assert main(["export", "--from-hub", str(encoder), "--output", str(output)]) == 2
-    line = _one_line(capfd)
+    line = one_error_line(capfd.readouterr().err, "export")
     assert f"checkpoint file {data} is corrupt or unreadable" in line
     assert not output.exists()
 
@@ -102,7 +94,7 @@ def test_convert_tf1_names_the_damaged_file(fixtures_dir, tmp_path, capfd):
     output = tmp_path / "out"
     argv = ["convert", "--tf1-checkpoint", str(tmp_path / "model.ckpt"), "--output", str(output)]
     assert main([*argv, "--config", str(source / "albert_config.json")]) == 2
-    line = _one_line(capfd)
+    line = one_error_line(capfd.readouterr().err, "convert")
     assert f"checkpoint file {data} is corrupt or unreadable: Checksum does not match" in line
     assert not output.exists()
 
@@ -119,6 +111,6 @@ def test_convert_hf_names_the_damaged_file(tmp_path, capfd):
     _truncate(weights)
     output = tmp_path / "out"
     assert main(["convert", "--hf-checkpoint", str(hf), "--output", str(output)]) == 2
-    line = _one_line(capfd)
+    line = one_error_line(capfd.readouterr().err, "convert")
     assert f"checkpoint file {weights} is corrupt or unreadable" in line
     assert not output.exists()
