@@ -46,17 +46,24 @@ CASES = [
 ]
 
 
+def _fails_naming(capfd, argv: list[str], output: Path, expected: str) -> str:
+    """`albert-tf ARGV --output OUTPUT` exits 2 with one error line holding `expected` and
+    writes nothing; returns the line."""
+    assert main([*argv, "--output", str(output)]) == 2
+    line = one_error_line(capfd.readouterr().err, argv[0])
+    assert expected in line, line
+    assert not output.exists()
+    return line
+
+
 @pytest.mark.parametrize(("name", "damage", "message"), CASES)
 def test_export_names_the_damaged_file(groups, tmp_path, capfd, name, damage, message):
     checkpoint = tmp_path / "checkpoint_dir"
     shutil.copytree(groups["checkpoint"], checkpoint)
     damage(checkpoint / name)
-    output = tmp_path / "out"
-    code = main(["export", "--checkpoint", str(checkpoint), "--output", str(output)])
-    assert code == 2
-    line = one_error_line(capfd.readouterr().err, "export")
-    assert str(checkpoint / name) in line and message in line, line
-    assert "albert_config.json" not in line
+    argv = ["export", "--checkpoint", str(checkpoint)]
+    line = _fails_naming(capfd, argv, tmp_path / "out", str(checkpoint / name))
+    assert message in line and "albert_config.json" not in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint_dir"]
 
 
@@ -66,11 +73,9 @@ def test_export_config_mismatch_is_one_line(groups, tmp_path, capfd):
     config = json.loads((checkpoint / "albert_config.json").read_text())
     config.update(hidden_size=64, intermediate_size=128)
     (checkpoint / "albert_config.json").write_text(json.dumps(config))
-    output = tmp_path / "out"
-    assert main(["export", "--checkpoint", str(checkpoint), "--output", str(output)]) == 2
-    line = one_error_line(capfd.readouterr().err, "export")
-    assert "does not match albert_config.json: Received incompatible tensor" in line
-    assert not output.exists()
+    argv = ["export", "--checkpoint", str(checkpoint)]
+    expected = "does not match albert_config.json: Received incompatible tensor"
+    _fails_naming(capfd, argv, tmp_path / "out", expected)
 
 
 def test_export_from_hub_names_the_damaged_variables(groups, tmp_path, capfd):
@@ -78,11 +83,8 @@ def test_export_from_hub_names_the_damaged_variables(groups, tmp_path, capfd):
     shutil.copytree(groups["bundle"].encoder, encoder)
     (data,) = (encoder / "variables").glob("variables.data-*")
     _overwrite_mid_file(data)
-    output = tmp_path / "out"
-    assert main(["export", "--from-hub", str(encoder), "--output", str(output)]) == 2
-    line = one_error_line(capfd.readouterr().err, "export")
-    assert f"checkpoint file {data} is corrupt or unreadable" in line
-    assert not output.exists()
+    argv = ["export", "--from-hub", str(encoder)]
+    _fails_naming(capfd, argv, tmp_path / "out", f"checkpoint file {data} is corrupt")
 
 
 def test_convert_tf1_names_the_damaged_file(fixtures_dir, tmp_path, capfd):
@@ -91,12 +93,10 @@ def test_convert_tf1_names_the_damaged_file(fixtures_dir, tmp_path, capfd):
         shutil.copy(path, tmp_path)
     (data,) = tmp_path.glob("model.ckpt.data-*")
     _overwrite_mid_file(data)
-    output = tmp_path / "out"
-    argv = ["convert", "--tf1-checkpoint", str(tmp_path / "model.ckpt"), "--output", str(output)]
-    assert main([*argv, "--config", str(source / "albert_config.json")]) == 2
-    line = one_error_line(capfd.readouterr().err, "convert")
-    assert f"checkpoint file {data} is corrupt or unreadable: Checksum does not match" in line
-    assert not output.exists()
+    argv = ["convert", "--tf1-checkpoint", str(tmp_path / "model.ckpt")]
+    argv += ["--config", str(source / "albert_config.json")]
+    expected = f"checkpoint file {data} is corrupt or unreadable: Checksum does not match"
+    _fails_naming(capfd, argv, tmp_path / "out", expected)
 
 
 def test_convert_hf_names_the_damaged_file(tmp_path, capfd):
@@ -109,8 +109,5 @@ def test_convert_hf_names_the_damaged_file(tmp_path, capfd):
     weights = hf / "model.safetensors"
     save_file({"embeddings.word_embeddings.weight": np.zeros((97, 16), np.float32)}, weights)
     _truncate(weights)
-    output = tmp_path / "out"
-    assert main(["convert", "--hf-checkpoint", str(hf), "--output", str(output)]) == 2
-    line = one_error_line(capfd.readouterr().err, "convert")
-    assert f"checkpoint file {weights} is corrupt or unreadable" in line
-    assert not output.exists()
+    argv = ["convert", "--hf-checkpoint", str(hf)]
+    _fails_naming(capfd, argv, tmp_path / "out", f"checkpoint file {weights} is corrupt")
