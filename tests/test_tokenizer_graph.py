@@ -136,6 +136,7 @@ def test_unicode_tables_follow_python(graph_tok, py_tok, sp_model_path):
     # ICU's NFKD knows U+1E056 (Unicode 15) where Python 3.11 does not; tf.strings.lower lacks
     # Unicode 14's U+2C2F and U+10570. Found by tests/test_tokenizer_properties.py.
     texts = ["x\U0001e056y", "\u2c2f\u0301a\U00010570", "Ab\u2c2f\U0001e056\u00c9\x00\u2c2f"]
+    texts += ["a\x00\u2c2f", "\x00\U0001e056\u0301"]  # only after a NUL
     for lower in (True, False):
         tok = graph_tok if lower else GraphTokenizer(sp_model_path, do_lower_case=False)
         got = [t.decode("utf-8") for t in tok.normalize(tf.constant(texts)).numpy()]
