@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import warnings
 
 COMMANDS = (
     "quickstart",
@@ -56,11 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # setuptools 81 warns at every `import tensorflow_hub` (tensorflow-hub imports pkg_resources).
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+    from albert_tf.environment import missing_pkg_resources
     from albert_tf.errors import AlbertError
 
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args) or 0
+        try:
+            return args.run(args) or 0
+        except ModuleNotFoundError as e:
+            if e.name != "pkg_resources":
+                raise
+            raise missing_pkg_resources() from None
     except AlbertError as e:
         print(f"albert-tf {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -31,3 +31,7 @@ class ExportError(AlbertError):
 
 class OutputError(AlbertError):
     """An output path that exists, cannot be written, or holds something else."""
+
+
+class InstallError(AlbertError):
+    """An installation albert-tf cannot run in: a package it imports is missing or broken."""

@@ -52,6 +52,20 @@ def check_output_path(path: str | os.PathLike, overwrite: bool = False) -> Path:
     return target
 
 
+def check_can_create(path: str | os.PathLike) -> Path:
+    """Returns `path` made absolute; raises OutputError unless its nearest existing ancestor is
+    a writable directory, so that it can be created with any missing parents."""
+    target = Path(path).expanduser().absolute()
+    ancestor = target.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise OutputError(f"cannot create {target}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot create {target}: {ancestor} is not writable")
+    return target
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
     """Yields a temporary directory that becomes `path` when the block completes.

@@ -30,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from albert_tf.errors import ConfigError, OutputError
-from albert_tf.io_utils import atomic_dir, atomic_file, check_output_path
+from albert_tf.environment import check_tensorflow_hub
+from albert_tf.errors import ConfigError
+from albert_tf.io_utils import atomic_dir, atomic_file, check_can_create, check_output_path
 
 DEFAULT_OUT = "albert_quickstart"
 DEFAULT_MINUTES = 4.0  # pretraining wall time; the whole quickstart takes 3-6 min on 2 cores
@@ -80,22 +81,17 @@ def is_quickstart_output(path: Path) -> bool:
 
 
 def validate_arguments(out: str | os.PathLike, minutes: float, overwrite: bool) -> Path:
-    """Checks the arguments before any heavy work; raises ConfigError or OutputError.
+    """Checks the arguments and the install before any heavy work; raises ConfigError,
+    OutputError or InstallError (tensorflow_hub cannot be imported).
 
     An existing `out` is refused without `overwrite`, unless a previous quickstart wrote it.
     """
     if not isinstance(minutes, (int, float)) or not math.isfinite(minutes) or minutes <= 0:
         raise ConfigError(f"--minutes must be a positive number, got {minutes:g}")
+    check_tensorflow_hub()  # the demo loads the exported modules with it
     target = Path(out).expanduser().absolute()
     check_output_path(target, overwrite or is_quickstart_output(target))
-    ancestor = target.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise OutputError(f"cannot create {target}: {ancestor} is not a directory")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise OutputError(f"cannot create {target}: {ancestor} is not writable")
-    return target
+    return check_can_create(target)
 
 
 class _Steps:

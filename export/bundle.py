@@ -14,16 +14,14 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from albert_tf.config import AlbertConfig
-from albert_tf.errors import CheckpointError, ExportError
+from albert_tf.errors import ExportError
 from albert_tf.io_utils import atomic_dir, check_output_path
 
 ENCODER_DIR = "encoder"
 PREPROCESS_DIR = "preprocess"
 TFLITE_DIR = "tflite"
 TFLITE_REPORT = "report.json"
-CONFIG_FILE = "albert_config.json"  # the checkpoint directory's names (albert_tf.checkpoint)
-SP_MODEL_FILE = "spm.model"
+SP_MODEL_FILE = "spm.model"  # the checkpoint directory's name for it (albert_tf.checkpoint)
 
 
 @dataclasses.dataclass
@@ -44,7 +42,12 @@ def _check_arguments(
     seq_length: int,
     tflite: bool,
 ) -> Path | None:
-    """Every check that needs no model, before any work; returns the SentencePiece model."""
+    """Every check that needs no model, before any work; returns the SentencePiece model.
+
+    `seq_length` is checked only where it is used: preprocess/ needs room for three segments,
+    and preprocess/ beside an encoder and the TFLite encoders must fit the encoder's
+    `max_position_embeddings`; an encoder alone has no sequence length.
+    """
     if checkpoint_dir is None and sp_model is None:
         raise ExportError(
             "nothing to export: give a checkpoint directory and/or a SentencePiece model"
@@ -55,24 +58,25 @@ def _check_arguments(
         raise ExportError(f"seq_length must be positive, got {seq_length}")
     if sp_model is not None and not Path(sp_model).is_file():
         raise ExportError(f"SentencePiece model {sp_model} does not exist")
-    if checkpoint_dir is None:
-        return Path(sp_model)
-    checkpoint_dir = Path(checkpoint_dir)
-    if not checkpoint_dir.is_dir():
-        raise CheckpointError(f"checkpoint directory {checkpoint_dir} does not exist")
-    if not (checkpoint_dir / CONFIG_FILE).is_file():
-        raise CheckpointError(f"checkpoint directory {checkpoint_dir} has no {CONFIG_FILE}")
-    config = AlbertConfig.from_json_file(checkpoint_dir / CONFIG_FILE)
-    if sp_model is None and (checkpoint_dir / SP_MODEL_FILE).is_file():
-        sp_model = checkpoint_dir / SP_MODEL_FILE
+    config = None
+    if checkpoint_dir is not None:
+        from albert_tf.checkpoint import read_checkpoint_dir_config
+
+        config = read_checkpoint_dir_config(checkpoint_dir)
+        if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
+            sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
     if sp_model is not None:
         from export.encoder import check_sp_model
+        from preprocess.preprocess_model import check_seq_length
 
-        check_sp_model(sp_model, config)
-    if seq_length > config.max_position_embeddings:
+        check_seq_length(seq_length)
+        if config is not None:
+            check_sp_model(sp_model, config)
+    users = [name for name, used in (("preprocess/", sp_model), ("TFLite", tflite)) if used]
+    if config is not None and users and seq_length > config.max_position_embeddings:
         raise ExportError(
-            f"seq_length {seq_length} exceeds the model's max_position_embeddings "
-            f"{config.max_position_embeddings}; lower --seq-length"
+            f"seq_length {seq_length} (of {' and '.join(users)}) exceeds the model's "
+            f"max_position_embeddings {config.max_position_embeddings}; lower --seq-length"
         )
     return None if sp_model is None else Path(sp_model)
 
@@ -103,28 +107,21 @@ def export_bundle(
     sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite)
     output_dir = Path(output_dir)
     check_output_path(output_dir, overwrite)
-    steps = (checkpoint_dir is not None) * 2 + 1 + tflite
+    checkpoint = None
+    if checkpoint_dir is not None:
+        from albert_tf.checkpoint import load_checkpoint_dir
+
+        # Before the progress bar and the output: a bad checkpoint is one line and nothing else.
+        checkpoint = load_checkpoint_dir(checkpoint_dir)
+    steps = (checkpoint is not None) + 1 + tflite
     result = ExportedBundle(output_dir)
     with (
         atomic_dir(output_dir, overwrite=overwrite) as tmp,
         tqdm(total=steps, desc="export", unit="step") as progress,
     ):
-        if checkpoint_dir is not None:
-            import tensorflow as tf
-
-            from albert_tf.checkpoint import load_checkpoint_dir
+        if checkpoint is not None:
             from export.encoder import save_encoder
 
-            progress.set_postfix_str("loading checkpoint")
-            try:
-                checkpoint = load_checkpoint_dir(checkpoint_dir)
-            except (tf.errors.OpError, IndexError) as e:
-                # TF's checkpoint reader raises these for truncated or corrupt files.
-                reason = (getattr(e, "message", None) or str(e)).strip().splitlines()[0]
-                raise CheckpointError(
-                    f"cannot read checkpoint {checkpoint_dir}: {reason}"
-                ) from None
-            progress.update()
             progress.set_postfix_str("encoder SavedModel")
             save_encoder(tmp / ENCODER_DIR, checkpoint.encoder, checkpoint.mlm_head, sp_model)
             result.encoder = output_dir / ENCODER_DIR

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from albert_tf.checkpoint import save_checkpoint_dir
+from albert_tf.checkpoint import check_checkpoint_files, save_checkpoint_dir, tf_error_reason
 from albert_tf.config import AlbertConfig
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ExportError
@@ -37,7 +37,8 @@ def hub_to_checkpoint_dir(
 
     Variables are matched by position (the export stores them in the encoder's own order) and
     checked by count and shape. Raises ExportError if `hub_dir` is not such a SavedModel or its
-    variables disagree with its `albert_config.json`; OutputError as `save_checkpoint_dir`.
+    variables disagree with its `albert_config.json`, CheckpointError naming a damaged variables
+    file; OutputError as `save_checkpoint_dir`.
     """
     hub_dir = Path(hub_dir)
     assets = hub_dir / "assets"
@@ -46,7 +47,11 @@ def hub_to_checkpoint_dir(
             f"{hub_dir} is not an albert-tf encoder SavedModel (no assets/{CONFIG_ASSET})"
         )
     config = AlbertConfig.from_json_file(assets / CONFIG_ASSET)
-    loaded = tf.saved_model.load(str(hub_dir))
+    check_checkpoint_files(str(hub_dir / "variables" / "variables"))
+    try:
+        loaded = tf.saved_model.load(str(hub_dir))
+    except (tf.errors.OpError, ValueError, OSError) as e:
+        raise ExportError(f"cannot load SavedModel {hub_dir}: {tf_error_reason(e)}") from None
     encoder = AlbertEncoder(config)
     _copy(encoder.variables, list(loaded.variables), "encoder")
     mlm_head = None

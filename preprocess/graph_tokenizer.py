@@ -8,11 +8,13 @@ into a SavedModel and runs in `tf.data`:
 3. NFKD (`tf_text.normalize_utf8`), then removal of characters with a non-zero canonical
    combining class, the set Python's `unicodedata.combining` reports;
 4. `tf.strings.lower(encoding="utf-8")`: full Unicode lowercasing with Final_Sigma, like
-   `str.lower` (case folding would turn "ß" into "ss");
+   `str.lower` (case folding would turn "ß" into "ss"), applied between NULs, where it stops;
 5. SentencePiece with `tf_text.FastSentencepieceTokenizer`. `tf_text.SentencepieceTokenizer`
    bundles an older SentencePiece whose Viterbi breaks ties between equal-score segmentations
    differently from the `sentencepiece` package the original ran on (1 of the 166 reference
-   strings, a run of dashes, differs); the fast tokenizer agrees on all of them;
+   strings, a run of dashes, differs); the fast tokenizer agrees on all of them. It too can
+   break a tie of equal-score segmentations otherwise after a character outside the vocabulary
+   ("\\x80000": "0", "00" here, "00", "0" in Python), as float rounding decides those ties;
 6. the original's digit-comma re-split as a table lookup: every vocabulary id maps to the ids it
    becomes (itself, or for a piece ending in a `str.isdigit()` character + "," the Python
    SentencePiece tokenization of the piece without "," and "▁", then ","), built in Python at
@@ -20,8 +22,12 @@ into a SavedModel and runs in `tf.data`:
    only differ from the original if an out-of-vocabulary run ends in digit + ",", impossible
    when "," is in the vocabulary.
 
-The character classes of steps 2 and 3 are built from Python's `unicodedata` tables, so the
-graph agrees with `preprocess_text` on the same Unicode version.
+The character classes of steps 2 and 3 are built from Python's `unicodedata` tables. The ops of
+steps 3 and 4 carry Unicode tables of their own: ICU's NFKD may know characters Python's does not
+(Unicode 15 decompositions under Python 3.11's Unicode 14), `tf.strings.lower` may lack newer case
+pairs (Unicode 14's). At construction the tokenizer asks both ops about every character where
+that can happen and, for strings that hold one, keeps those characters out of NFKD and maps the
+missing lowercases itself, so the graph equals `preprocess_text` of the Python that built it.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import functools
 import os
 import sys
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -46,18 +52,26 @@ from preprocess.tokenizer import (
 )
 
 
-@functools.cache
-def _char_class(predicate: Callable[[str], bool]) -> str:
-    """RE2 character-class body (`\\x{A}-\\x{B}...`) for all code points where `predicate`."""
+def _code_points() -> Iterator[str]:
+    """Every Unicode scalar value (surrogates excluded: no UTF-8 string holds them)."""
+    return (chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
+
+
+def _class_body(chars: Iterable[str]) -> str:
+    """RE2 character-class body (`\\x{A}-\\x{B}...`) for `chars`, in code point order."""
     ranges: list[tuple[int, int]] = []
-    for cp in range(sys.maxunicode + 1):
-        if 0xD800 <= cp <= 0xDFFF or not predicate(chr(cp)):
-            continue
+    for cp in sorted(map(ord, chars)):
         if ranges and ranges[-1][1] == cp - 1:
             ranges[-1] = (ranges[-1][0], cp)
         else:
             ranges.append((cp, cp))
     return "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges)
+
+
+@functools.cache
+def _char_class(predicate: Callable[[str], bool]) -> str:
+    """RE2 character-class body for all code points where `predicate`."""
+    return _class_body(c for c in _code_points() if predicate(c))
 
 
 def _is_space(c: str) -> bool:
@@ -66,6 +80,71 @@ def _is_space(c: str) -> bool:
 
 def _is_combining(c: str) -> bool:
     return unicodedata.combining(c) != 0
+
+
+@functools.cache
+def _unknown_but_decomposed() -> str:
+    """RE2 class body of the characters `unicodedata` does not know (category Cn, so
+    `preprocess_text` keeps them) that `tf_text.normalize_utf8` changes under NFKD."""
+    unknown = [c for c in _code_points() if unicodedata.category(c) == "Cn"]
+    nfkd = tf_text.normalize_utf8(tf.constant(unknown), "NFKD").numpy()
+    return _class_body(c for c, n in zip(unknown, nfkd, strict=True) if n.decode() != c)
+
+
+@functools.cache
+def _lowercase_missing() -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Characters `str.lower` maps to one other character but `tf.strings.lower` keeps as they
+    are: (their code points in ascending order, their lowercase code points)."""
+    cased = [c for c in _code_points() if c.lower() != c and len(c.lower()) == 1]
+    lowered = tf.strings.lower(tf.constant(cased), encoding="utf-8").numpy()
+    missing = [c for c, low in zip(cased, lowered, strict=True) if low.decode() == c]
+    return tuple(ord(c) for c in missing), tuple(ord(c.lower()) for c in missing)
+
+
+def _contains(text: tf.Tensor, char_class: str) -> tf.Tensor:
+    """bool scalar: whether any string of `text` [N] holds a character of `char_class`."""
+    return tf.reduce_any(tf.strings.regex_full_match(text, f"(?s).*[{char_class}].*"))
+
+
+def _nfkd_keeping(text: tf.Tensor, char_class: str) -> tf.Tensor:
+    """NFKD of tf.string [N] that leaves the characters of `char_class` as they are; each is
+    cut out and the pieces between are normalized alone. To Python such a character is a
+    starter with no decomposition, so NFKD of the whole equals the pieces' NFKD joined."""
+    keep = f"[{char_class}]"
+    pieces = tf_text.regex_split(text, keep, keep_delim_regex_pattern=keep)  # [N, (pieces)]
+    flat = pieces.flat_values
+    normalized = tf_text.normalize_utf8(flat, "NFKD")
+    flat = tf.where(tf.strings.regex_full_match(flat, keep), flat, normalized)
+    return tf.strings.reduce_join(pieces.with_flat_values(flat), axis=-1)  # [N]
+
+
+def _map_code_points(text: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
+    """Replaces code point `sources[i]` (int32, ascending) by `targets[i]` in tf.string [N]."""
+    chars = tf.strings.unicode_decode(text, "UTF-8")  # [N, (chars)]
+    flat = chars.flat_values
+    index = tf.minimum(tf.searchsorted(sources, flat), tf.size(sources) - 1)
+    flat = tf.where(tf.gather(sources, index) == flat, tf.gather(targets, index), flat)
+    return tf.strings.unicode_encode(chars.with_flat_values(flat), "UTF-8")
+
+
+def _between_nuls(op: Callable[[tf.Tensor], tf.Tensor], text: tf.Tensor) -> tf.Tensor:
+    """`op` (tf.string [M] -> [M]) applied to the NUL-free parts of tf.string [N] one by one:
+    `tf.strings.lower` and `tf_text.regex_split` stop at the first NUL and drop the rest.
+
+    Each part gets its NUL back as a suffix (the `separator` of `reduce_join` is an op attribute,
+    cut at its NUL) and the last one is removed.
+    """
+    nul = tf.constant("\x00")
+    parts = tf.strings.split(text, nul)  # [N, (parts)], at least one each
+    done = tf.ragged.map_flat_values(op, parts) + nul
+    joined = tf.strings.reduce_join(done, axis=-1)  # [N]
+    length = tf.strings.length(joined)
+    return tf.strings.substr(joined, tf.zeros_like(length), length - 1)
+
+
+def _lower(text: tf.Tensor) -> tf.Tensor:
+    # NUL is neither cased nor case-ignorable: cutting there keeps every Final_Sigma context.
+    return _between_nuls(functools.partial(tf.strings.lower, encoding="utf-8"), text)
 
 
 class GraphTokenizer(tf.Module):
@@ -95,6 +174,11 @@ class GraphTokenizer(tf.Module):
             self._sp = tf_text.FastSentencepieceTokenizer(f.read())
         self._space_run = f"[{_char_class(_is_space)}]+"
         self._combining = f"[{_char_class(_is_combining)}]"
+        self._unknown_but_decomposed = _unknown_but_decomposed()
+        sources, targets = _lowercase_missing()
+        self._lowercase_missing = _class_body(map(chr, sources))
+        self._lowercase_sources = tf.constant(sources, tf.int32)
+        self._lowercase_targets = tf.constant(targets, tf.int32)
         self._resplit = self._resplit_table(sp)
 
     @staticmethod
@@ -116,16 +200,35 @@ class GraphTokenizer(tf.Module):
 
     def normalize(self, strings: tf.Tensor) -> tf.Tensor:
         """`preprocess_text` in graph: tf.string [...] -> tf.string [...] (same shape)."""
+        text = tf.reshape(strings, [-1])  # [N]
         text = tf.strings.unicode_transcode(
-            strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+            text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
         )
         text = tf.strings.regex_replace(text, self._space_run, " ")
         text = tf.strings.regex_replace(text, "^ | $", "")
-        text = tf_text.normalize_utf8(text, "NFKD")
+        if self._unknown_but_decomposed:
+            text = tf.cond(
+                _contains(text, self._unknown_but_decomposed),
+                lambda: _between_nuls(
+                    functools.partial(_nfkd_keeping, char_class=self._unknown_but_decomposed),
+                    text,
+                ),
+                lambda: tf_text.normalize_utf8(text, "NFKD"),
+            )
+        else:
+            text = tf_text.normalize_utf8(text, "NFKD")
         text = tf.strings.regex_replace(text, self._combining, "")
         if self.do_lower_case:
-            text = tf.strings.lower(text, encoding="utf-8")
-        return text
+            text = _lower(text)
+            if self._lowercase_missing:
+                text = tf.cond(
+                    _contains(text, self._lowercase_missing),
+                    lambda: _map_code_points(
+                        text, self._lowercase_sources, self._lowercase_targets
+                    ),
+                    lambda: text,
+                )
+        return tf.reshape(text, tf.shape(strings))
 
     def tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
         """Token ids (no [CLS]/[SEP]): tf.string [B] -> tf.RaggedTensor int32 [B, (tokens)].

@@ -23,9 +23,17 @@ def preprocess_text(text: str | bytes, lower: bool = True) -> str:
     """Returns `text` normalized as the original ALBERT does before SentencePiece.
 
     Args:
-      text: a `str`; `bytes` are decoded as UTF-8, invalid sequences becoming U+FFFD.
+      text: a `str`; `bytes` are decoded as UTF-8, invalid sequences becoming U+FFFD. A `str`
+        with lone surrogates (from `surrogateescape` decoding, say), which no UTF-8 consumer
+        such as SentencePiece accepts, is read as its `surrogatepass` bytes, so each surrogate
+        becomes U+FFFD as in those bytes.
       lower: apply `str.lower` (ALBERT's `do_lower_case`).
     """
+    if isinstance(text, str) and not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", errors="surrogatepass")
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     text = " ".join(text.split())

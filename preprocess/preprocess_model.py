@@ -44,10 +44,16 @@ def bert_pack_inputs(
       segments: RaggedTensors int32 [B, (tokens)] or [B, (words), (tokens)], same batch size
         (the SavedModel's `bert_pack_inputs` is traced for [B, (tokens)]).
       seq_length: output length N (Python int or int32 scalar tensor), at least
-        `len(segments) + 1`.
+        `len(segments) + 1` (room for [CLS] and each [SEP]); InvalidArgumentError if less.
     Returns:
       dict `input_word_ids, input_mask, input_type_ids`, each int32 [B, N].
     """
+    tf.debugging.assert_greater_equal(
+        tf.cast(seq_length, tf.int32),
+        len(segments) + 1,
+        message=f"bert_pack_inputs: seq_length must be at least {len(segments) + 1} "
+        f"([CLS] and a [SEP] per segment) for {len(segments)} segment(s)",
+    )
     segments = [s.merge_dims(1, -1) if s.shape.rank > 2 else s for s in segments]
     budget = seq_length - len(segments) - 1  # room left after [CLS] and one [SEP] per segment
     trimmed = tf_text.RoundRobinTrimmer(budget).trim(segments)
@@ -150,6 +156,15 @@ class PreprocessModule(tf.Module):
         )
 
 
+def check_seq_length(seq_length: int) -> None:
+    """ExportError unless `seq_length` leaves room for [CLS], a [SEP] per segment and a token
+    (`bert_pack_inputs` with `MAX_SEGMENTS` segments)."""
+    if seq_length < MAX_SEGMENTS + 2:
+        raise ExportError(
+            f"seq_length {seq_length} is too small: it must be at least {MAX_SEGMENTS + 2}"
+        )
+
+
 def save_preprocess_model(
     sp_model_path: str | os.PathLike,
     output_dir: str | os.PathLike,
@@ -162,10 +177,7 @@ def save_preprocess_model(
     Raises TokenizerError (missing/corrupt model, no ALBERT specials), ExportError (seq_length
     too small), OutputError (exists and not `overwrite`).
     """
-    if seq_length < MAX_SEGMENTS + 2:
-        raise ExportError(
-            f"seq_length {seq_length} is too small: it must be at least {MAX_SEGMENTS + 2}"
-        )
+    check_seq_length(seq_length)
     check_output_path(output_dir, overwrite)
     module = PreprocessModule(sp_model_path, seq_length, do_lower_case)
     with atomic_dir(output_dir, overwrite=overwrite) as tmp:

@@ -6,8 +6,23 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# Property tests run seeded and bounded; `pytest --hypothesis-profile explore` searches further.
+settings.register_profile(
+    "albert-tf",
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "explore", settings.get_profile("albert-tf"), max_examples=2000, derandomize=False
+)
+settings.load_profile("albert-tf")
 
 FIXTURES = Path(
     os.environ.get(

@@ -259,3 +259,13 @@ def export_sp_fixture(directory: Path, fixtures_dir: Path, seq_length: int = 32)
         sp_model_bytes=sp_model.read_bytes(),
         seq_length=seq_length,
     )
+
+
+def one_error_line(stderr: str, command: str) -> str:
+    """The CLI's error contract: `stderr` holds exactly one non-blank line, no traceback, and
+    it starts `albert-tf COMMAND: error: `; returns that line."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr and "{{function_node" not in stderr, stderr
+    assert lines[0].startswith(f"albert-tf {command}: error: "), lines[0]
+    return lines[0]

@@ -19,6 +19,7 @@ from albert_tf.benchmarking.runner import (
 )
 from albert_tf.cli import main
 from albert_tf.config import PRESETS
+from tests import helpers
 
 RECORD_KEYS = {"system", "dtype", "case", "metric", "value", "unit", "ratio_to_ours"}
 
@@ -144,3 +145,25 @@ def test_tiny_benchmark_writes_records(tmp_path, capsys):
     assert all(r["value"] > 0 for r in records if r["metric"] in ("throughput", "mfu"))
     assert result["meta"]["config"]["hidden_size"] == 32
     assert "| train 2x16 | throughput [examples/s] | bfloat16 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("make", "extra", "message"),
+    [
+        (lambda p: p.write_text("mine"), [], "already exists (pass --overwrite"),
+        (lambda p: p.mkdir(), ["--overwrite"], "is a directory"),
+        (lambda p: p.parent.rmdir() or p.parent.write_text("mine"), [], "is not a directory"),
+    ],
+)
+def test_json_output_checked_before_benchmarking(tmp_path, capsys, make, extra, message):
+    target = tmp_path / "parent" / "bench.json"
+    target.parent.mkdir()
+    make(target)
+    before = sorted((p.name, p.is_dir()) for p in tmp_path.rglob("*"))
+    assert main(["benchmark", "--tiny", "--json", str(target), *extra]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing was benchmarked
+    line = helpers.one_error_line(captured.err, "benchmark")
+    assert message in line
+    assert str(target.parent if "not a directory" in message else target) in line
+    assert sorted((p.name, p.is_dir()) for p in tmp_path.rglob("*")) == before

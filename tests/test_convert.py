@@ -252,5 +252,5 @@ def test_hf_failures(fixtures_dir, tmp_path):
         config_from_hf(base | {"num_hidden_layers": 22, "num_hidden_groups": 22})
     write_hf_dir(fixtures_dir / "albert_tf1_tiny", tmp_path / "hf")
     (tmp_path / "hf" / "model.safetensors").write_bytes(b"not safetensors")
-    with pytest.raises(CheckpointError, match="cannot read"):
+    with pytest.raises(CheckpointError, match="model.safetensors is corrupt or unreadable"):
         load_hf_checkpoint(tmp_path / "hf")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import tensorflow as tf
@@ -187,25 +186,12 @@ def test_unwritable_output(groups, tmp_path, capsys):
     assert blocker.read_text() == "a file, not a directory"
 
 
-def test_broken_checkpoint_leaves_nothing(groups, tmp_path, capsys):
-    checkpoint = tmp_path / "checkpoint"
-    shutil.copytree(groups["checkpoint"], checkpoint)
-    for data in checkpoint.glob("ckpt-*.data-*"):
-        data.write_bytes(b"not a checkpoint")
-    output = tmp_path / "out"
-    code, _, err = _run(
-        capsys, "--checkpoint", str(checkpoint), "--seq-length", "16", "--output", str(output)
-    )
-    assert code == 2
-    assert err.strip().splitlines()[-1].startswith("albert-tf export: error: ")
-    assert not output.exists() and not _leftovers(tmp_path, "out")
-
-
 def test_argument_errors(groups, tmp_path, capsys):
     output = str(tmp_path / "out")
     cases = [
         ((), "nothing to export"),
-        (("--checkpoint", str(groups["checkpoint"]), "--seq-length", "65"), "max_position"),
+        (("--checkpoint", str(groups["checkpoint"]), "--tflite"), "(of TFLite) exceeds"),
+        (("--sp-model", str(tmp_path), "--seq-length", "0"), "must be positive"),
         (("--sp-model", str(tmp_path / "missing.model")), "does not exist"),
         (("--from-hub", str(groups["bundle"].encoder), "--tflite"), "cannot be combined"),
     ]
@@ -214,6 +200,19 @@ def test_argument_errors(groups, tmp_path, capsys):
         assert code == 2, argv
         assert message in _error_line(err), err
     assert not (tmp_path / "out").exists()
+
+
+def test_encoder_alone_has_no_sequence_length(groups, tmp_path, capsys):
+    # max_position_embeddings 64, the default --seq-length 128 and no SentencePiece model: only
+    # encoder/ is written: nothing in it has a sequence length.
+    assert groups["source"].config.max_position_embeddings < 128
+    output = tmp_path / "out"
+    code, out, err = _run(
+        capsys, "--checkpoint", str(groups["checkpoint"]), "--output", str(output)
+    )
+    assert code == 0, err
+    assert sorted(p.name for p in output.iterdir()) == ["encoder"]
+    assert f"wrote {output / 'encoder'}" in out
 
 
 def test_tflite_report_written(groups):

@@ -175,3 +175,12 @@ def test_bad_inputs(tmp_path, fixtures_dir, export):
     with pytest.raises(OutputError, match="already exists"):
         save_preprocess_model(sp_model, export)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_pack_seq_length_too_small(loaded):
+    # A negative seq_length used to give [B, 4] for three segments (reshape inferred -1).
+    a = _ragged([[11, 12], [21]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="seq_length must be at least 4"):
+        loaded.bert_pack_inputs([a, a, a], seq_length=-1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="seq_length must be at least 2"):
+        loaded.bert_pack_inputs([a], seq_length=1)

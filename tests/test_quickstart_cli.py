@@ -85,3 +85,13 @@ def test_bad_input_in_a_subprocess_fails_fast_without_tensorflow(tmp_path):
         "albert-tf quickstart: error: --minutes must be a positive number, got 0"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_output_is_the_flag_and_out_its_alias(capsys, tmp_path):
+    for flag in ("--output", "--out"):
+        code, err = _run(capsys, flag, str(tmp_path / "qs"), "--minutes", "0")
+        assert code == 2 and len(err) == 1 and "--minutes" in err[0]
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(SystemExit):
+        main(["quickstart", "--help"])
+    assert "--output DIR, --out DIR" in capsys.readouterr().out

@@ -121,3 +121,24 @@ def test_in_tf_data_and_tf_function(graph_tok, cases):
 def test_bad_model(tmp_path):
     with pytest.raises(TokenizerError, match="not found"):
         GraphTokenizer(tmp_path / "missing.model")
+
+
+def test_nul_keeps_the_rest_of_the_text(graph_tok, py_tok):
+    # tf.strings.lower drops everything after a NUL; found by tests/test_tokenizer_properties.py.
+    texts = ["a\x00B c", "\x00\x00ΑΣ\x00Σ", "N\x00\U0008a9e1\x06p"]
+    got = [t.decode("utf-8") for t in graph_tok.normalize(tf.constant(texts)).numpy()]
+    assert got == [preprocess_text(t) for t in texts]
+    assert got[0] == "a\x00b c"
+    assert graph_tok.tokenize(tf.constant(texts)).to_list() == [py_tok.encode(t) for t in texts]
+
+
+def test_unicode_tables_follow_python(graph_tok, py_tok, sp_model_path):
+    # ICU's NFKD knows U+1E056 (Unicode 15) where Python 3.11 does not; tf.strings.lower lacks
+    # Unicode 14's U+2C2F and U+10570. Found by tests/test_tokenizer_properties.py.
+    texts = ["x\U0001e056y", "\u2c2f\u0301a\U00010570", "Ab\u2c2f\U0001e056\u00c9\x00\u2c2f"]
+    texts += ["a\x00\u2c2f", "\x00\U0001e056\u0301"]  # only after a NUL
+    for lower in (True, False):
+        tok = graph_tok if lower else GraphTokenizer(sp_model_path, do_lower_case=False)
+        got = [t.decode("utf-8") for t in tok.normalize(tf.constant(texts)).numpy()]
+        assert got == [preprocess_text(t, lower=lower) for t in texts]
+    assert graph_tok.tokenize(tf.constant(texts)).to_list() == [py_tok.encode(t) for t in texts]

@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tiny", action="store_true", help="tiny config, 1 step: a smoke test")
     parser.add_argument("--json", metavar="PATH", help="also write the records as JSON here")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps per job (default 2)")
     parser.add_argument("--iters", type=int, default=5, help="timed steps per job (default 5)")
     parser.add_argument(
@@ -66,8 +67,13 @@ def run(args: argparse.Namespace) -> int:
 
     from albert_tf.benchmarking import BenchmarkOptions, render_table, run_benchmark
     from albert_tf.dtypes import resolve_dtype
-    from albert_tf.io_utils import atomic_file
+    from albert_tf.errors import OutputError
+    from albert_tf.io_utils import atomic_file, check_can_create, check_output_path
 
+    if args.json:  # before minutes of benchmarking, not after
+        check_output_path(args.json, args.overwrite)
+        if check_can_create(args.json).is_dir():
+            raise OutputError(f"--json {args.json} is a directory")
     dtypes = ("float32", "bfloat16") if args.dtype == "all" else (resolve_dtype(args.dtype),)
     options = BenchmarkOptions(
         cases=args.cases,
@@ -96,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     print(render_table(result))
     if args.json:
-        with atomic_file(args.json) as tmp:
+        with atomic_file(args.json, overwrite=args.overwrite) as tmp:
             tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.json}", file=sys.stderr)
     return 0

@@ -14,7 +14,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from albert_tf.quickstart import DEFAULT_MINUTES, DEFAULT_OUT
 
     parser.add_argument(
-        "--out", default=DEFAULT_OUT, help=f"output directory (default: ./{DEFAULT_OUT})"
+        "--output",
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"output directory (default: ./{DEFAULT_OUT}; --out is the old name)",
     )
     parser.add_argument(
         "--minutes",
@@ -22,11 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MINUTES,
         help=f"pretraining wall time in minutes (default: {DEFAULT_MINUTES:g})",
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
 
 def run(args: argparse.Namespace) -> int:
     from albert_tf.quickstart import run_quickstart
 
-    run_quickstart(args.out, minutes=args.minutes, overwrite=args.overwrite)
+    run_quickstart(args.output, minutes=args.minutes, overwrite=args.overwrite)
     return 0

@@ -146,7 +146,9 @@ def read_hf_dir(path: str | os.PathLike) -> tuple[AlbertConfig, dict[str, np.nda
     try:
         tensors = load_file(str(path / WEIGHTS_FILE))
     except (SafetensorError, OSError) as e:
-        raise CheckpointError(f"cannot read {path / WEIGHTS_FILE}: {e}") from None
+        raise CheckpointError(
+            f"checkpoint file {path / WEIGHTS_FILE} is corrupt or unreadable: {e}"
+        ) from None
     return config_from_hf(values), {k.removeprefix("albert."): v for k, v in tensors.items()}
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.checkpoint import read_checkpoint_tensors
 from albert_tf.config import AlbertConfig
 from albert_tf.convert.common import ConvertedModel, assign_checked, build_model, variables_by_name
 from albert_tf.errors import CheckpointError
@@ -52,14 +53,11 @@ def resolve_checkpoint_prefix(path: str | os.PathLike) -> str:
 
 
 def read_tf1_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """All variables of a TF1 checkpoint (optimizer slots and step excluded), by name."""
+    """All variables of a TF1 checkpoint (optimizer slots and step excluded), by name.
+
+    Raises CheckpointError naming the file if the index or a data file is corrupt."""
     prefix = resolve_checkpoint_prefix(path)
-    try:
-        reader = tf.train.load_checkpoint(prefix)
-        names = reader.get_variable_to_shape_map()
-        return {n: reader.get_tensor(n) for n in sorted(names) if not IGNORED.search(n)}
-    except (tf.errors.OpError, ValueError) as e:
-        raise CheckpointError(f"cannot read TF1 checkpoint {prefix}: {e}") from None
+    return dict(read_checkpoint_tensors(prefix, include=lambda name: not IGNORED.search(name)))
 
 
 def load_tf1_checkpoint(path: str | os.PathLike, config: AlbertConfig) -> ConvertedModel:
