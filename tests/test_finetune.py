@@ -12,9 +12,10 @@ import tensorflow as tf
 
 from albert_tf import cli
 from albert_tf.checkpoint import checkpoint_children
+from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
-from albert_tf.finetune.tasks import TaskSettings, decode, load_task_data
-from albert_tf.finetune.trainer import TrainSettings, batched_outputs, finetune
+from albert_tf.finetune.tasks import TaskSettings
+from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
 
 TINY = {
     "vocab_size": 1000,
@@ -55,14 +56,16 @@ def classify_run(tmp_path_factory, fixtures_dir):
     write_pairs(root / "train.tsv", 48, seed=0)
     write_pairs(root / "dev.tsv", 12, seed=1)
     result = finetune(
-        str(root / "train.tsv"),
-        str(root / "model"),
-        "random",
-        TaskSettings("classify", max_seq_length=20),
-        FAST,
-        eval_path=str(root / "dev.tsv"),
-        config=str(write_config(root)),
-        sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
+        FinetuneSettings(
+            train_path=str(root / "train.tsv"),
+            output_dir=str(root / "model"),
+            init="random",
+            task=TaskSettings("classify", max_seq_length=20),
+            train=FAST,
+            eval_path=str(root / "dev.tsv"),
+            config=str(write_config(root)),
+            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
+        ),
         log=lambda line: None,
     )
     return root, result
@@ -88,9 +91,9 @@ def test_output_dir_holds_checkpoint_head_and_metadata(classify_run):
 
 def test_predict_and_serving_equal_in_memory(classify_run):
     root, result = classify_run
-    dev = load_task_data(str(root / "dev.tsv"), result.settings, result.tokenizer)
+    dev = result.task.load(str(root / "dev.tsv"), result.tokenizer)
     expected_outputs = batched_outputs(result.model, dev.inputs, 64)
-    expected = decode(expected_outputs, dev, result.settings)
+    expected = result.task.decode(expected_outputs, dev)
 
     records, scores, _ = predict_file(load_finetuned(root / "model"), str(root / "dev.tsv"))
     assert [r["label"] for r in records] == [r["label"] for r in expected]
@@ -157,7 +160,13 @@ def test_bad_input_one_line_exit_2(tmp_path, fixtures_dir, capsys):
 
     bad = tmp_path / "bad.tsv"
     bad.write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tyes\n1\tmissing fields\n")
-    fails("--eval", bad, "--output", tmp_path / "out", match=f"{bad}:3: expected at least 4 fields")
+    fails(
+        "--eval",
+        bad,
+        "--output",
+        tmp_path / "out",
+        match=f"{bad}:3: expected 4 fields like the header, got 2",
+    )
     unseen = tmp_path / "unseen.tsv"
     unseen.write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tmaybe\n")
     fails(

@@ -9,8 +9,9 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf import cli
-from albert_tf.finetune.tasks import TaskSettings, decode, load_task_data
-from albert_tf.finetune.trainer import TrainSettings, batched_outputs, finetune
+from albert_tf.finetune.inference import batched_outputs
+from albert_tf.finetune.tasks import TaskSettings
+from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
 from tests.test_finetune import write_config
 
 FAST = TrainSettings(epochs=1, batch_size=4, learning_rate=1e-3, dtype="float32", seed=4)
@@ -36,21 +37,23 @@ def test_multiple_choice_race(tmp_path, fixtures_dir):
     write_race(tmp_path / "RACE" / "train" / "high", 6, seed=0)
     write_race(tmp_path / "RACE" / "dev" / "high", 2, seed=1)
     result = finetune(
-        str(tmp_path / "RACE" / "train"),
-        str(tmp_path / "model"),
-        "random",
-        TaskSettings("multiple-choice", max_seq_length=24),
-        FAST,
-        eval_path=str(tmp_path / "RACE" / "dev"),
-        config=str(write_config(tmp_path)),
-        sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
+        FinetuneSettings(
+            train_path=str(tmp_path / "RACE" / "train"),
+            output_dir=str(tmp_path / "model"),
+            init="random",
+            task=TaskSettings("multiple-choice", max_seq_length=24),
+            train=FAST,
+            eval_path=str(tmp_path / "RACE" / "dev"),
+            config=str(write_config(tmp_path)),
+            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
+        ),
         log=lambda line: None,
     )
     assert result.metadata["best_metric"] == "accuracy"
-    dev = load_task_data(str(tmp_path / "RACE" / "dev"), result.settings, result.tokenizer)
+    dev = result.task.load(str(tmp_path / "RACE" / "dev"), result.tokenizer)
     assert dev.inputs["input_word_ids"].shape == (4, 4, 24)
     outputs = batched_outputs(result.model, dev.inputs, 8)
-    expected = decode(outputs, dev, result.settings)
+    expected = result.task.decode(outputs, dev)
     out = tmp_path / "pred.jsonl"
     argv = [
         "predict",
@@ -99,20 +102,22 @@ def test_tagging_conll(tmp_path, fixtures_dir):
     write_conll(tmp_path / "dev.txt", 3, seed=1)
     # 12 positions: the 5-word sentences lose their last words, so the cut is exercised too
     result = finetune(
-        str(tmp_path / "train.txt"),
-        str(tmp_path / "model"),
-        "random",
-        TaskSettings("tag", max_seq_length=12),
-        FAST,
-        eval_path=str(tmp_path / "dev.txt"),
-        config=str(write_config(tmp_path)),
-        sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
+        FinetuneSettings(
+            train_path=str(tmp_path / "train.txt"),
+            output_dir=str(tmp_path / "model"),
+            init="random",
+            task=TaskSettings("tag", max_seq_length=12),
+            train=FAST,
+            eval_path=str(tmp_path / "dev.txt"),
+            config=str(write_config(tmp_path)),
+            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
+        ),
         log=lambda line: None,
     )
     assert result.settings.labels == ["B-LOC", "B-PER", "I-PER", "O"]
     assert result.metadata["skipped"]["train"]["truncated to --max-seq-length"] == 8
-    dev = load_task_data(str(tmp_path / "dev.txt"), result.settings, result.tokenizer)
-    expected = decode(batched_outputs(result.model, dev.inputs, 8), dev, result.settings)
+    dev = result.task.load(str(tmp_path / "dev.txt"), result.tokenizer)
+    expected = result.task.decode(batched_outputs(result.model, dev.inputs, 8), dev)
     assert all(len(r["tags"]) == 5 and r["tags"][-1] == "O" for r in expected)
     serving = tf.saved_model.load(str(tmp_path / "model" / "serving")).signatures["serving_default"]
     got = serving(sentence=tf.constant([" ".join(e.words) for e in dev.examples]))

@@ -1,0 +1,153 @@
+"""Windows over long texts (classify, regress): in Python for files, in the graph for serving.
+
+A text of n tokens becomes windows of `room` tokens starting every `stride` tokens, at most
+`max_windows` of them: window w holds tokens [w * stride, w * stride + room), and a text needs
+1 + ceil(max(n - room, 0) / stride) windows. Each window is packed as `[CLS] window [SEP]`
+(room = max_seq_length - 2); for a text pair, text A is cut to `first_segment_bound` tokens and
+kept whole in every window of text B, `[CLS] A [SEP] window of B [SEP]` (room = max_seq_length
+- 3 - len(A)). Tokens past the last window are cut. Features are [N, max_windows, S]; windows a
+text does not need are all zeros (input_mask 0), which is how the model tells them apart.
+
+The stride defaults to half the room: every token away from the text's ends then sits in the
+middle half of some window, with context on both sides of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from albert_tf.errors import ConfigError
+from albert_tf.finetune.data import TextExample
+from albert_tf.finetune.features import pack
+
+POOLINGS = ("mean", "max")
+
+
+def first_segment_bound(max_seq_length: int, bound: int | None) -> int:
+    """Tokens of text A kept in a windowed pair: `bound`, by default half the packed room."""
+    limit = max_seq_length - 4  # at least one token of text B per window
+    if bound is None:
+        return (max_seq_length - 3) // 2
+    if not 1 <= bound <= limit:
+        raise ConfigError(
+            f"--max-first-segment-length must be in [1, {limit}] at --max-seq-length "
+            f"{max_seq_length}, got {bound}"
+        )
+    return bound
+
+
+def check_window_settings(max_seq_length: int, stride: int | None, pooling: str) -> None:
+    """ConfigError for a stride that is not positive or an unknown pooling."""
+    if stride is not None and stride < 1:
+        raise ConfigError(f"--window-stride must be positive, got {stride}")
+    if pooling not in POOLINGS:
+        raise ConfigError(f"--window-pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+
+
+def window_stride(room: int, stride: int | None) -> int:
+    """The stride used for a text with `room` tokens per window (never past the room)."""
+    return min(stride, room) if stride else max(room // 2, 1)
+
+
+def window_starts(num_tokens: int, room: int, stride: int, max_windows: int) -> list[int]:
+    """First token of each window a text of `num_tokens` tokens gets."""
+    needed = 1 + -(-max(num_tokens - room, 0) // stride)
+    return [w * stride for w in range(min(needed, max_windows))]
+
+
+def encode_windows(
+    examples: Sequence[TextExample],
+    tokenizer,
+    max_seq_length: int,
+    max_windows: int,
+    stride: int | None = None,
+    first_bound: int | None = None,
+) -> tuple[dict[str, np.ndarray], int]:
+    """int32 features [N, max_windows, max_seq_length] of every example, and how many examples
+    lost tokens (past the last window, or of text A past `first_bound`)."""
+    shape = (len(examples), max_windows, max_seq_length)
+    word_ids, mask, type_ids = (np.zeros(shape, np.int32) for _ in range(3))
+    bound = first_segment_bound(max_seq_length, first_bound)
+    truncated = 0
+    for n, example in enumerate(examples):
+        first, text = None, tokenizer.encode(example.text_a)
+        room, cut_first = max_seq_length - 2, False
+        if example.text_b is not None:
+            cut_first = len(text) > bound
+            first, text = text[:bound], tokenizer.encode(example.text_b)
+            room = max_seq_length - 3 - len(first)
+        starts = window_starts(len(text), room, window_stride(room, stride), max_windows)
+        truncated += cut_first or starts[-1] + room < len(text)
+        for w, start in enumerate(starts):
+            window = text[start : start + room]
+            a, b = (window, None) if first is None else (first, window)
+            ids, in_mask, types, _ = pack(tokenizer, a, b, max_seq_length)
+            word_ids[n, w], mask[n, w], type_ids[n, w] = ids, in_mask, types
+    inputs = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+    return inputs, truncated
+
+
+def graph_windows(
+    first,
+    text,
+    max_seq_length: int,
+    max_windows: int,
+    stride: int | None,
+    first_bound: int | None,
+    pack_segments: Callable[[list], dict],
+) -> dict:
+    """The features of `encode_windows` in the graph: token ids tf.RaggedTensor [B, (n)] of text
+    A (None for single texts) and of the windowed text in; int32 [B, max_windows, S] each out.
+    `pack_segments` packs a list of [M, (n)] segments into int32 [M, S] features."""
+    import tensorflow as tf
+
+    text = tf.cast(text, tf.int64)
+    batch = text.nrows()
+    length, windows = max_seq_length, max_windows
+    if first is None:
+        room = tf.fill([batch], tf.constant(length - 2, tf.int64))  # [B]
+    else:
+        first = tf.cast(first, tf.int64)[:, : first_segment_bound(length, first_bound)]
+        room = length - 3 - first.row_lengths()  # [B]
+    steps = tf.minimum(stride, room) if stride else tf.maximum(room // 2, 1)  # [B]
+    num_tokens = text.row_lengths()  # [B]
+    needed = 1 + (tf.maximum(num_tokens - room, 0) + steps - 1) // steps
+    count = tf.minimum(needed, windows)  # [B]
+    window = tf.range(windows, dtype=tf.int64)[tf.newaxis]  # [1, K]
+    exists = window < count[:, tf.newaxis]  # [B, K]
+    offset = tf.range(length, dtype=tf.int64)[tf.newaxis, tf.newaxis]  # [1, 1, S]
+    positions = (window * steps[:, tf.newaxis])[:, :, tf.newaxis] + offset  # [B, K, S]
+    keep = (
+        (offset < room[:, tf.newaxis, tf.newaxis])
+        & (positions < num_tokens[:, tf.newaxis, tf.newaxis])
+        & exists[:, :, tf.newaxis]
+    )  # [B, K, S]
+    dense = tf.pad(text.to_tensor(), [[0, 0], [0, 1]])  # [B, n_max + 1]: never empty
+    safe = tf.minimum(positions, tf.shape(dense, out_type=tf.int64)[1] - 1)
+    ids = tf.gather(dense, tf.reshape(safe, [batch, -1]), batch_dims=1)  # [B, K * S]
+    ids = tf.reshape(ids, [batch, windows, length])  # [B, K, S]
+    pieces = tf.ragged.boolean_mask(ids, keep).merge_dims(0, 1)  # [B * K, (room)]
+    segments = [pieces]
+    if first is not None:
+        segments = [tf.gather(first, tf.repeat(tf.range(batch), windows)), pieces]
+    packed = pack_segments(segments)  # [B * K, S] each
+    present = tf.cast(tf.reshape(exists, [-1, 1]), tf.int32)  # [B * K, 1]
+    return {k: tf.reshape(v * present, [-1, windows, length]) for k, v in packed.items()}
+
+
+def pool_windows(encode: Callable[[dict], object], inputs: dict, pooling: str):
+    """Runs `encode` (features [W, S] -> outputs [W, D]) on the real windows of inputs
+    [B, K, S] only and pools each document's window outputs: float [B, D]."""
+    import tensorflow as tf
+
+    shape = tf.shape(inputs["input_word_ids"])  # [B, K, S]
+    flat = {k: tf.reshape(v, [-1, shape[2]]) for k, v in inputs.items()}  # [B * K, S]
+    present = flat["input_mask"][:, 0] > 0  # [B * K]; [CLS] is in every real window
+    real = {k: tf.boolean_mask(v, present) for k, v in flat.items()}  # [W, S]
+    document = tf.boolean_mask(tf.repeat(tf.range(shape[0]), shape[1]), present)  # [W]
+    outputs = encode(real)  # [W, D]
+    if pooling == "max":
+        return tf.math.unsorted_segment_max(outputs, document, shape[0])
+    return tf.math.unsorted_segment_mean(outputs, document, shape[0])
