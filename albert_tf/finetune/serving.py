@@ -40,21 +40,26 @@ class ServingModule(tf.Module):
         self.labels = tf.constant(model.task.settings.labels or [""])
 
     def pack(self, segments: list[tf.RaggedTensor]) -> dict[str, tf.Tensor]:
-        """[CLS] A [SEP] (B [SEP]) with round-robin trimming, padded: int32 [B, S] each."""
-        budget = self.length - 1 - len(segments)
-        trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
-        ids, types = tf_text.combine_segments(
-            trimmed,
-            start_of_sequence_id=self.tokenizer.cls_id,
-            end_of_segment_id=self.tokenizer.sep_id,
-        )
-        word_ids, mask = tf_text.pad_model_inputs(ids, self.length, pad_value=self.tokenizer.pad_id)
-        type_ids, _ = tf_text.pad_model_inputs(types, self.length, pad_value=0)
-        return {
-            "input_word_ids": tf.cast(word_ids, tf.int32),
-            "input_mask": tf.cast(mask, tf.int32),
-            "input_type_ids": tf.cast(type_ids, tf.int32),
-        }
+        """`pack_segments` at the model's sequence length."""
+        return pack_segments(segments, self.tokenizer, self.length)
+
+
+def pack_segments(
+    segments: list[tf.RaggedTensor], tokenizer: GraphTokenizer, length: int
+) -> dict[str, tf.Tensor]:
+    """[CLS] A [SEP] (B [SEP]) with round-robin trimming, padded: int32 [B, length] each."""
+    budget = length - 1 - len(segments)
+    trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
+    ids, types = tf_text.combine_segments(
+        trimmed, start_of_sequence_id=tokenizer.cls_id, end_of_segment_id=tokenizer.sep_id
+    )
+    word_ids, mask = tf_text.pad_model_inputs(ids, length, pad_value=tokenizer.pad_id)
+    type_ids, _ = tf_text.pad_model_inputs(types, length, pad_value=0)
+    return {
+        "input_word_ids": tf.cast(word_ids, tf.int32),
+        "input_mask": tf.cast(mask, tf.int32),
+        "input_type_ids": tf.cast(type_ids, tf.int32),
+    }
 
 
 def export_serving_model(

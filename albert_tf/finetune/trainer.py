@@ -152,7 +152,8 @@ class _Loop:
 
     def __init__(self, model: TaskModel, train: TaskData, run: TrainSettings, dtype: str):
         self.model, self.task = model, model.task
-        num_rows = len(next(iter(train.inputs.values())))
+        inputs, labels = self.task.training_rows(train)
+        num_rows = len(labels if not isinstance(labels, dict) else next(iter(labels.values())))
         self.steps_per_epoch = math.ceil(num_rows / run.batch_size)
         self.total_steps = self.steps_per_epoch * run.epochs
         if run.max_steps is not None:
@@ -166,7 +167,7 @@ class _Loop:
             optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
         self.optimizer = optimizer
         self.dataset = (
-            tf.data.Dataset.from_tensor_slices((train.inputs, train.labels))
+            tf.data.Dataset.from_tensor_slices((inputs, labels))
             .shuffle(num_rows, seed=run.seed, reshuffle_each_iteration=True)
             .batch(run.batch_size)
             .map(self.task.trim_batch)

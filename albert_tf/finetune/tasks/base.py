@@ -145,6 +145,10 @@ class Task:
             )
         )
 
+    def training_rows(self, task_data: TaskData) -> tuple[dict[str, np.ndarray], Any]:
+        """(inputs, labels) of the rows training steps draw batches from."""
+        return task_data.inputs, task_data.labels
+
     def trim_batch(self, inputs: dict, targets: Any) -> tuple[dict, Any]:
         """Cuts a batch's padding to its longest sequence (training cost follows real lengths)."""
         import tensorflow as tf
