@@ -200,3 +200,37 @@ def test_optimizer_warmup_then_linear_decay(name, kind):
     schedule = optimizer._get_hyper("learning_rate")
     # warmup reaches the decayed value at step 10 (9e-4) linearly; then 1e-3 * (1 - t / 100)
     assert [round(float(schedule(t)), 7) for t in (0, 5, 55, 100)] == [0.0, 4.5e-4, 4.5e-4, 0.0]
+
+
+def test_a_nan_first_epoch_does_not_stay_best():
+    from albert_tf.finetune.trainer import _is_better
+
+    nan = float("nan")
+    assert _is_better(nan, None)  # the first epoch always gets a checkpoint
+    assert _is_better(0.1, nan)  # any number then replaces a NaN
+    assert not _is_better(nan, 0.1)
+    assert not _is_better(0.1, 0.2) and _is_better(0.3, 0.2)
+
+
+def test_max_steps_0_evaluates_the_start_and_reads_the_training_file_once(
+    tmp_path, fixtures_dir, monkeypatch, capsys
+):
+    from albert_tf.finetune import data
+
+    write_pairs(tmp_path / "train.tsv", 8, seed=0)
+    write_pairs(tmp_path / "dev.tsv", 4, seed=1)
+    reads = []
+    read_text_file = data.read_text_file
+    monkeypatch.setattr(
+        data, "read_text_file", lambda path, **kw: reads.append(path) or read_text_file(path, **kw)
+    )
+    argv = ["--task", "classify", "--train", tmp_path / "train.tsv", "--eval", tmp_path / "dev.tsv"]
+    argv += ["--init", "random", "--config", write_config(tmp_path), "--max-steps", 0]
+    argv += ["--sp-model", fixtures_dir / "tokenizer" / "spm.model", "--max-seq-length", 16]
+    argv += ["--output", tmp_path / "out", "--dtype", "float32", "--no-serving"]
+    assert run_cli(*argv) == 0
+    assert "epoch 1: loss n/a (no steps); eval accuracy" in capsys.readouterr().err
+    assert [str(p) for p in reads] == [str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv")]
+    meta = json.loads((tmp_path / "out" / "finetune.json").read_text())
+    assert [(h["steps"], h["train_loss"]) for h in meta["history"]] == [(0, None)]
+    assert meta["best_epoch"] == 1 and tf.train.latest_checkpoint(str(tmp_path / "out"))
