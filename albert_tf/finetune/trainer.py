@@ -42,7 +42,7 @@ class TrainSettings:
     """Optimization settings of one fine-tuning run."""
 
     epochs: int = 3
-    batch_size: int = 32  # examples (documents, with windows) per step
+    batch_size: int = 32  # training rows per step (windows, with --max-windows)
     eval_batch_size: int = 64
     learning_rate: float = 2e-5
     warmup_proportion: float = 0.1
