@@ -16,6 +16,7 @@ from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.tasks import TaskSettings
 from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
+from tests.conftest import FIXTURES
 
 TINY = {
     "vocab_size": 1000,
@@ -38,6 +39,37 @@ def write_config(directory, **overrides):
     return path
 
 
+def finetune_files(
+    root,
+    task,
+    train,
+    *,
+    init="random",
+    train_file="train.tsv",
+    eval_file="dev.tsv",
+    output="model",
+    **settings,
+):
+    """Fine-tunes `init` on root/train_file (evaluating on root/eval_file unless None) into
+    root/output, quietly. From "random", the TINY config and the fixture tokenizer by default."""
+    if init == "random":
+        settings.setdefault("sp_model", str(FIXTURES / "tokenizer" / "spm.model"))
+        if "config" not in settings:
+            settings["config"] = str(write_config(root))
+    return finetune(
+        FinetuneSettings(
+            train_path=str(root / train_file),
+            output_dir=str(root / output),
+            init=str(init),
+            task=task,
+            train=train,
+            eval_path=str(root / eval_file) if eval_file else None,
+            **settings,
+        ),
+        log=lambda line: None,
+    )
+
+
 def write_pairs(path, rows, seed):
     rng = random.Random(seed)
     good, bad = ["good", "great", "fine"], ["bad", "awful", "poor"]
@@ -55,19 +87,7 @@ def classify_run(tmp_path_factory, fixtures_dir):
     root = tmp_path_factory.mktemp("classify")
     write_pairs(root / "train.tsv", 48, seed=0)
     write_pairs(root / "dev.tsv", 12, seed=1)
-    result = finetune(
-        FinetuneSettings(
-            train_path=str(root / "train.tsv"),
-            output_dir=str(root / "model"),
-            init="random",
-            task=TaskSettings("classify", max_seq_length=20),
-            train=FAST,
-            eval_path=str(root / "dev.tsv"),
-            config=str(write_config(root)),
-            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-        ),
-        log=lambda line: None,
-    )
+    result = finetune_files(root, TaskSettings("classify", max_seq_length=20), FAST)
     return root, result
 
 

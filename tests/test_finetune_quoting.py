@@ -16,8 +16,8 @@ from albert_tf.finetune import data
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
-from tests.test_finetune import write_config
+from albert_tf.finetune.trainer import TrainSettings
+from tests.test_finetune import finetune_files
 
 HARD_ROWS = [
     ('She said "no" twice.', 'Is it "no"?', "no"),
@@ -105,18 +105,10 @@ def test_predict_evaluation_and_serving_agree_on_quoted_rows(tmp_path, fixtures_
     write_csv_tsv(tmp_path / "train.tsv", quoted_pairs(24, seed=0))
     dev_rows = quoted_pairs(10, seed=1)
     write_csv_tsv(tmp_path / "dev.tsv", dev_rows)
-    result = finetune(
-        FinetuneSettings(
-            train_path=str(tmp_path / "train.tsv"),
-            output_dir=str(tmp_path / "model"),
-            init="random",
-            task=TaskSettings("classify", max_seq_length=24, max_windows=3, window_stride=8),
-            train=TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32"),
-            eval_path=str(tmp_path / "dev.tsv"),
-            config=str(write_config(tmp_path)),
-            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-        ),
-        log=lambda line: None,
+    result = finetune_files(
+        tmp_path,
+        TaskSettings("classify", max_seq_length=24, max_windows=3, window_stride=8),
+        TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32"),
     )
     meta = json.loads((tmp_path / "model" / "finetune.json").read_text())
     assert meta["skipped"]["eval"]["cut past --max-windows windows"] > 0

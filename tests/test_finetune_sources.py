@@ -17,10 +17,10 @@ from albert_tf.encoder import AlbertEncoder
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
+from albert_tf.finetune.trainer import TrainSettings
 from export.encoder import save_encoder
 from preprocess.spm_train import train_sentencepiece
-from tests.test_finetune import TINY, write_pairs
+from tests.test_finetune import TINY, finetune_files, write_pairs
 
 ONE_EPOCH = TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32", seed=2)
 
@@ -37,19 +37,15 @@ def sp_model_97(tmp_path_factory):
 def test_from_tf1_checkpoint(tmp_path, fixtures_dir, sp_model_97):
     tf1 = fixtures_dir / "albert_tf1_tiny"
     write_pairs(tmp_path / "train.tsv", 16, seed=0)
-    result = finetune(
-        FinetuneSettings(
-            train_path=str(tmp_path / "train.tsv"),
-            output_dir=str(tmp_path / "model"),
-            init=str(tf1 / "model.ckpt"),
-            task=TaskSettings("classify", max_seq_length=24),
-            train=ONE_EPOCH,
-            eval_path=str(tmp_path / "train.tsv"),
-            config=str(tf1 / "albert_config.json"),
-            sp_model=str(sp_model_97),
-            export_serving=False,
-        ),
-        log=lambda line: None,
+    result = finetune_files(
+        tmp_path,
+        TaskSettings("classify", max_seq_length=24),
+        ONE_EPOCH,
+        init=str(tf1 / "model.ckpt"),
+        eval_file="train.tsv",
+        config=str(tf1 / "albert_config.json"),
+        sp_model=str(sp_model_97),
+        export_serving=False,
     )
     assert result.metadata["encoder"] == "tf1"
     # the encoder started from the TF1 weights: fine-tuning moved them only a little
@@ -69,16 +65,13 @@ def test_tokenizer_larger_than_model_vocab_is_rejected(tmp_path, fixtures_dir):
     tf1 = fixtures_dir / "albert_tf1_tiny"
     write_pairs(tmp_path / "train.tsv", 4, seed=0)
     with pytest.raises(ConfigError, match="has 1000 pieces but the encoder's vocabulary has 97"):
-        finetune(
-            FinetuneSettings(
-                train_path=str(tmp_path / "train.tsv"),
-                output_dir=str(tmp_path / "model"),
-                init=str(tf1),
-                task=TaskSettings("classify", max_seq_length=24),
-                train=ONE_EPOCH,
-                sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-            ),
-            log=lambda line: None,
+        finetune_files(
+            tmp_path,
+            TaskSettings("classify", max_seq_length=24),
+            ONE_EPOCH,
+            init=str(tf1),
+            eval_file=None,
+            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
         )
     assert not (tmp_path / "model").exists()
 
@@ -89,17 +82,12 @@ def test_from_tfhub_encoder_directory(tmp_path, fixtures_dir):
     save_encoder(hub_dir, encoder, sp_model=fixtures_dir / "tokenizer" / "spm.model")
     write_pairs(tmp_path / "train.tsv", 16, seed=0)
     write_pairs(tmp_path / "dev.tsv", 6, seed=1)
-    result = finetune(
-        FinetuneSettings(
-            train_path=str(tmp_path / "train.tsv"),
-            output_dir=str(tmp_path / "model"),
-            init=str(hub_dir),
-            task=TaskSettings("classify", max_seq_length=24),
-            train=ONE_EPOCH,
-            eval_path=str(tmp_path / "dev.tsv"),
-            export_serving=False,
-        ),
-        log=lambda line: None,
+    result = finetune_files(
+        tmp_path,
+        TaskSettings("classify", max_seq_length=24),
+        ONE_EPOCH,
+        init=str(hub_dir),
+        export_serving=False,
     )
     assert result.metadata["encoder"] == "hub"
     # gradients reached the hub encoder's weights through hub.KerasLayer(trainable=True)

@@ -15,10 +15,10 @@ from albert_tf.finetune import windows
 from albert_tf.finetune.data import TextExample
 from albert_tf.finetune.serving import pack_segments
 from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
+from albert_tf.finetune.trainer import TrainSettings
 from preprocess.graph_tokenizer import GraphTokenizer
 from preprocess.tokenizer import AlbertTokenizer
-from tests.test_finetune import write_config
+from tests.test_finetune import finetune_files, write_config
 
 
 def test_window_starts_cover_the_text_then_stop():
@@ -154,23 +154,13 @@ def late_label(tmp_path_factory, fixtures_dir):
 
 
 def _accuracy(root, config, fixtures_dir, max_windows):
-    result = finetune(
-        FinetuneSettings(
-            train_path=str(root / "train.tsv"),
-            output_dir=str(root / f"model-{max_windows}"),
-            init="random",
-            task=TaskSettings(
-                "classify", max_seq_length=64, max_windows=max_windows, window_stride=62
-            ),
-            train=TrainSettings(
-                epochs=4, batch_size=16, learning_rate=5e-3, dtype="float32", seed=1
-            ),
-            eval_path=str(root / "dev.tsv"),
-            config=str(config),
-            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-            export_serving=False,
-        ),
-        log=lambda line: None,
+    result = finetune_files(
+        root,
+        TaskSettings("classify", max_seq_length=64, max_windows=max_windows, window_stride=62),
+        TrainSettings(epochs=4, batch_size=16, learning_rate=5e-3, dtype="float32", seed=1),
+        output=f"model-{max_windows}",
+        config=str(config),
+        export_serving=False,
     )
     return result.metadata["best_value"]
 

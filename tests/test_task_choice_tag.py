@@ -11,8 +11,8 @@ import tensorflow as tf
 from albert_tf import cli
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
-from tests.test_finetune import write_config
+from albert_tf.finetune.trainer import TrainSettings
+from tests.test_finetune import finetune_files
 
 FAST = TrainSettings(epochs=1, batch_size=4, learning_rate=1e-3, dtype="float32", seed=4)
 
@@ -36,18 +36,12 @@ def write_race(directory, count, seed):
 def test_multiple_choice_race(tmp_path, fixtures_dir):
     write_race(tmp_path / "RACE" / "train" / "high", 6, seed=0)
     write_race(tmp_path / "RACE" / "dev" / "high", 2, seed=1)
-    result = finetune(
-        FinetuneSettings(
-            train_path=str(tmp_path / "RACE" / "train"),
-            output_dir=str(tmp_path / "model"),
-            init="random",
-            task=TaskSettings("multiple-choice", max_seq_length=24),
-            train=FAST,
-            eval_path=str(tmp_path / "RACE" / "dev"),
-            config=str(write_config(tmp_path)),
-            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-        ),
-        log=lambda line: None,
+    result = finetune_files(
+        tmp_path,
+        TaskSettings("multiple-choice", max_seq_length=24),
+        FAST,
+        train_file="RACE/train",
+        eval_file="RACE/dev",
     )
     assert result.metadata["best_metric"] == "accuracy"
     dev = result.task.load(str(tmp_path / "RACE" / "dev"), result.tokenizer)
@@ -101,18 +95,12 @@ def test_tagging_conll(tmp_path, fixtures_dir):
     write_conll(tmp_path / "train.txt", 8, seed=0)
     write_conll(tmp_path / "dev.txt", 3, seed=1)
     # 12 positions: the 5-word sentences lose their last words, so the cut is exercised too
-    result = finetune(
-        FinetuneSettings(
-            train_path=str(tmp_path / "train.txt"),
-            output_dir=str(tmp_path / "model"),
-            init="random",
-            task=TaskSettings("tag", max_seq_length=12),
-            train=FAST,
-            eval_path=str(tmp_path / "dev.txt"),
-            config=str(write_config(tmp_path)),
-            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-        ),
-        log=lambda line: None,
+    result = finetune_files(
+        tmp_path,
+        TaskSettings("tag", max_seq_length=12),
+        FAST,
+        train_file="train.txt",
+        eval_file="dev.txt",
     )
     assert result.settings.labels == ["B-LOC", "B-PER", "I-PER", "O"]
     assert result.metadata["skipped"]["train"]["truncated to --max-seq-length"] == 8

@@ -28,7 +28,7 @@ from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
 from albert_tf.finetune.optimization import build_optimizer
-from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE
+from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
 from albert_tf.finetune.sources import Source, load_source
 from albert_tf.finetune.tasks import Task, TaskData, TaskSettings, get_task
 from albert_tf.io_utils import atomic_dir
@@ -68,20 +68,6 @@ class FinetuneSettings:
     do_lower_case: bool = True
     overwrite: bool = False
     export_serving: bool = True
-
-
-@dataclass
-class FinetuneResult:
-    """What `finetune` wrote (its metadata) and the in-memory model with the best weights."""
-
-    metadata: dict
-    model: TaskModel
-    tokenizer: AlbertTokenizer
-    task: Task
-
-    @property
-    def settings(self) -> TaskSettings:
-        return self.task.settings
 
 
 def _encoder_limits(source: Source) -> tuple[int | None, int | None]:
@@ -247,8 +233,9 @@ def _train(
     return history, best, best_epoch
 
 
-def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> FinetuneResult:
-    """Fine-tunes `settings.init` on `settings.train_path`; writes `settings.output_dir`.
+def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> FinetunedModel:
+    """Fine-tunes `settings.init` on `settings.train_path`; writes `settings.output_dir` and
+    returns what `predict.load_finetuned` would read from it, with the best weights in memory.
 
     Raises ConfigError/CheckpointError/DataError (one line each) for bad settings, sources and
     data, before any training starts.
@@ -303,4 +290,4 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
             export_serving_model(model, tokenizer, tmp / SERVING_DIR)
     best_text = f", {task.best_metric} {best:.4f}" if best is not None else ""
     log(f"wrote {settings.output_dir} (best epoch {best_epoch}{best_text})")
-    return FinetuneResult(metadata, model, tokenizer, task)
+    return FinetunedModel(model, tokenizer, task, metadata)

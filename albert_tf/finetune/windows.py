@@ -111,10 +111,8 @@ def graph_windows(
     else:
         first = tf.cast(first, tf.int64)[:, : first_segment_bound(length, first_bound)]
         room = length - 3 - first.row_lengths()  # [B]
-    if stride:
-        steps = tf.minimum(tf.constant(stride, tf.int64), room)  # [B]
-    else:
-        steps = tf.maximum(room // 2, 1)  # [B]
+    given = tf.constant(stride or 1, tf.int64)
+    steps = tf.minimum(given, room) if stride else tf.maximum(room // 2, 1)  # [B]
     num_tokens = text.row_lengths()  # [B]
     needed = 1 + (tf.maximum(num_tokens - room, 0) + steps - 1) // steps
     count = tf.minimum(needed, windows)  # [B]
