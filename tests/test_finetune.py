@@ -209,6 +209,24 @@ def test_bad_input_one_line_exit_2(tmp_path, fixtures_dir, capsys):
     fails(
         "--output", tmp_path / "out", "--learning-rate", "0", match="learning-rate must be positive"
     )
+    out = ["--output", tmp_path / "out"]
+    fails(*out, "--max-windows", 0, match="--max-windows must be positive, got 0")
+    fails(*out, "--max-windows", 2, "--window-stride", 0, match="--window-stride must be positive")
+    fails(
+        *out,
+        "--max-windows",
+        2,
+        "--max-first-segment-length",
+        29,
+        match="--max-first-segment-length must be in [1, 28] at --max-seq-length 32, got 29",
+    )
+    quoted = tmp_path / "quoted.tsv"
+    quoted.write_text('sentence\tlabel\n"an unclosed quote\tyes\n')
+    fails(*out, "--eval", quoted, "--quoting", "csv", match=f"{quoted}:2: malformed quoted field")
+    conll = tmp_path / "train.conll"
+    conll.write_text("EU B-ORG\nrejects O\n")
+    code = run_cli("--task", "tag", "--train", conll, *common, *out, "--max-windows", 2)
+    assert code == 2 and "applies to classify and regress, not tag" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("name", "kind"), [("adamw", "AdamWeightDecay"), ("lamb", "LAMB")])

@@ -13,6 +13,7 @@ import tensorflow as tf
 from albert_tf.errors import ConfigError
 from albert_tf.finetune import windows
 from albert_tf.finetune.data import TextExample
+from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.serving import pack_segments
 from albert_tf.finetune.tasks import TaskSettings
 from albert_tf.finetune.trainer import TrainSettings
@@ -170,3 +171,30 @@ def test_windows_learn_a_label_past_token_300(late_label, fixtures_dir):
     # 6 windows of 62 tokens side by side reach token 372; one window sees tokens 0-61.
     assert _accuracy(root, config, fixtures_dir, max_windows=6) >= 0.9
     assert _accuracy(root, config, fixtures_dir, max_windows=1) <= 0.7
+
+
+def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path):
+    rng = random.Random(5)
+    for name, count in (("train.tsv", 16), ("dev.tsv", 5)):
+        lines = ["sentence\tscore"]
+        for _ in range(count):
+            n = rng.randint(3, 40)
+            lines.append(f"{' '.join(rng.choices(FILLER, k=n))}\t{n / 10}")
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    task = TaskSettings("regress", max_seq_length=16, max_windows=3)
+    run = TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32")
+    result = finetune_files(tmp_path, task, run)
+    records, scores, dev = predict_file(
+        load_finetuned(tmp_path / "model"), str(tmp_path / "dev.tsv")
+    )
+    assert set(scores) == {"pearson", "spearman"}
+    predicted = [r["prediction"] for r in records]
+    present = dev.inputs["input_mask"][:, :, 0] > 0  # [N, K]
+    assert present.sum(axis=1).tolist() != [1] * 5  # some texts have several windows
+    per_window = result.model({k: v[present] for k, v in dev.inputs.items()})["predictions"]
+    document = np.repeat(np.arange(5), present.sum(axis=1))
+    means = [per_window.numpy()[document == n].mean() for n in range(5)]
+    np.testing.assert_allclose(predicted, means, atol=1e-5)
+    serving = tf.saved_model.load(str(tmp_path / "model" / "serving")).signatures["serving_default"]
+    got = serving(text=tf.constant([e.text_a for e in dev.examples]))["prediction"]
+    np.testing.assert_allclose(got.numpy(), predicted, atol=1e-5)
