@@ -225,8 +225,10 @@ def test_bad_input_one_line_exit_2(tmp_path, fixtures_dir, capsys):
     fails(*out, "--eval", quoted, "--quoting", "csv", match=f"{quoted}:2: malformed quoted field")
     conll = tmp_path / "train.conll"
     conll.write_text("EU B-ORG\nrejects O\n")
-    code = run_cli("--task", "tag", "--train", conll, *common, *out, "--max-windows", 2)
-    assert code == 2 and "applies to classify and regress, not tag" in capsys.readouterr().err
+    code = run_cli("--task", "squad", "--train", conll, *common, *out, "--max-windows", 2)
+    assert (
+        code == 2 and "applies to classify, regress and tag, not squad" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize(("name", "kind"), [("adamw", "AdamWeightDecay"), ("lamb", "LAMB")])

@@ -113,3 +113,28 @@ def test_tagging_conll(tmp_path, fixtures_dir):
     assert [[t.decode() for t in row] for row in got["tags"].numpy()] == [
         r["tags"] for r in expected
     ]
+
+
+def test_tagging_long_sentences_over_windows(tmp_path):
+    write_conll(tmp_path / "train.txt", 8, seed=0)
+    rng = random.Random(2)
+    long_lines = []
+    for _ in range(3):  # 2 sentences of 5 words run together: 10 words, ~56 pieces each
+        words = []
+        for _ in range(2):
+            words += [(rng.choice(["Peter", "Maria"]), "B-PER"), ("Blackburn", "I-PER")]
+            words += [("visited", "O"), (rng.choice(["Paris", "Lima"]), "B-LOC"), ("today", "O")]
+        long_lines += [f"{w} {t}" for w, t in words] + [""]
+    (tmp_path / "dev.txt").write_text("\n".join(long_lines))
+    task = TaskSettings("tag", max_seq_length=12, max_windows=12, window_stride=6)
+    result = finetune_files(tmp_path, task, FAST, eval_file="dev.txt", train_file="train.txt")
+    dev = result.task.load(str(tmp_path / "dev.txt"), result.tokenizer)
+    assert dev.inputs["input_word_ids"].shape == (3, 12, 12)
+    assert "cut past --max-windows windows" not in dev.skipped  # 12 windows reach piece 76
+    expected = result.task.decode(batched_outputs(result.model, dev.inputs, 2), dev)
+    assert [len(r["tags"]) for r in expected] == [10, 10, 10]
+    serving = tf.saved_model.load(str(tmp_path / "model" / "serving")).signatures["serving_default"]
+    got = serving(sentence=tf.constant([" ".join(e.words) for e in dev.examples]))
+    assert [[t.decode() for t in row] for row in got["tags"].numpy()] == [
+        r["tags"] for r in expected
+    ]

@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "for .csv files; for a TSV, csv exactly when a csv writer gives the file back)",
     )
     text.add_argument("--labels", help="comma-separated class names (default: those in --train)")
-    long = parser.add_argument_group("classify/regress long texts (windows)")
+    long = parser.add_argument_group("classify/regress/tag long texts (windows)")
     long.add_argument(
         "--max-windows",
         type=int,

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from albert_tf.errors import ConfigError
-from albert_tf.finetune.data import TextExample
-from albert_tf.finetune.features import pack
+from albert_tf.finetune.data import TagExample, TextExample
+from albert_tf.finetune.features import IGNORE_LABEL, Encoded, pack, word_pieces
 
 POOLINGS = ("mean", "max")
 
@@ -89,6 +89,58 @@ def encode_windows(
     return inputs, truncated
 
 
+def encode_tag_windows(
+    examples: Sequence[TagExample],
+    tokenizer,
+    max_seq_length: int,
+    max_windows: int,
+    stride: int | None = None,
+    tags: Sequence[str] | None = None,
+) -> Encoded:
+    """Tagging features over windows of a sentence's word pieces: inputs, labels and word_index
+    [N, max_windows, S] (as `features.encode_tags`: the first piece of a word carries its tag
+    and its word's index, in every window that holds that piece). `truncated` counts sentences
+    with pieces past the last window."""
+    shape = (len(examples), max_windows, max_seq_length)
+    word_ids, mask, type_ids = (np.zeros(shape, np.int32) for _ in range(3))
+    labels, words = np.full(shape, IGNORE_LABEL, np.int32), np.full(shape, -1, np.int32)
+    index = {tag: i for i, tag in enumerate(tags or [])}
+    labelled = bool(examples) and all(e.tags is not None for e in examples)
+    room, truncated = max_seq_length - 2, 0
+    for n, example in enumerate(examples):
+        ids, piece_labels, piece_words = [], [], []
+        for w, word in enumerate(example.words):
+            pieces = word_pieces(tokenizer, word)
+            ids += pieces
+            piece_labels += [index[example.tags[w]] if labelled else IGNORE_LABEL]
+            piece_labels += [IGNORE_LABEL] * (len(pieces) - 1)
+            piece_words += [w] + [-1] * (len(pieces) - 1)
+        starts = window_starts(len(ids), room, window_stride(room, stride), max_windows)
+        truncated += starts[-1] + room < len(ids)
+        for k, start in enumerate(starts):
+            window = slice(start, start + room)
+            size = len(ids[window])
+            word_ids[n, k], mask[n, k], type_ids[n, k], _ = pack(
+                tokenizer, ids[window], None, max_seq_length
+            )
+            labels[n, k, 1 : 1 + size] = piece_labels[window]
+            words[n, k, 1 : 1 + size] = piece_words[window]
+    inputs = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+    return Encoded(inputs, labels if labelled else None, truncated, words)
+
+
+def graph_window_plan(num_tokens, room, max_windows: int, stride: int | None):
+    """`window_starts` in the graph, per text: int64 [B] token counts and rooms in; first token
+    of every window int64 [B, K] and whether the text has that window bool [B, K] out."""
+    import tensorflow as tf
+
+    given = tf.constant(stride or 1, tf.int64)
+    steps = tf.minimum(given, room) if stride else tf.maximum(room // 2, 1)  # [B]
+    needed = 1 + (tf.maximum(num_tokens - room, 0) + steps - 1) // steps  # [B]
+    window = tf.range(max_windows, dtype=tf.int64)[tf.newaxis]  # [1, K]
+    return window * steps[:, tf.newaxis], window < tf.minimum(needed, max_windows)[:, tf.newaxis]
+
+
 def graph_windows(
     first,
     text,
@@ -111,15 +163,10 @@ def graph_windows(
     else:
         first = tf.cast(first, tf.int64)[:, : first_segment_bound(length, first_bound)]
         room = length - 3 - first.row_lengths()  # [B]
-    given = tf.constant(stride or 1, tf.int64)
-    steps = tf.minimum(given, room) if stride else tf.maximum(room // 2, 1)  # [B]
     num_tokens = text.row_lengths()  # [B]
-    needed = 1 + (tf.maximum(num_tokens - room, 0) + steps - 1) // steps
-    count = tf.minimum(needed, windows)  # [B]
-    window = tf.range(windows, dtype=tf.int64)[tf.newaxis]  # [1, K]
-    exists = window < count[:, tf.newaxis]  # [B, K]
+    starts, exists = graph_window_plan(num_tokens, room, windows, stride)  # [B, K] each
     offset = tf.range(length, dtype=tf.int64)[tf.newaxis, tf.newaxis]  # [1, 1, S]
-    positions = (window * steps[:, tf.newaxis])[:, :, tf.newaxis] + offset  # [B, K, S]
+    positions = starts[:, :, tf.newaxis] + offset  # [B, K, S]
     keep = (
         (offset < room[:, tf.newaxis, tf.newaxis])
         & (positions < num_tokens[:, tf.newaxis, tf.newaxis])
@@ -136,6 +183,22 @@ def graph_windows(
     packed = pack_segments(segments)  # [B * K, S] each
     present = tf.cast(tf.reshape(exists, [-1, 1]), tf.int32)  # [B * K, 1]
     return {k: tf.reshape(v * present, [-1, windows, length]) for k, v in packed.items()}
+
+
+def window_outputs(encode: Callable[[dict], object], inputs: dict):
+    """Runs `encode` (features [W, S] -> outputs [W, ...]) on the real windows of inputs
+    [B, K, S] only; outputs [B, K, ...], zeros for the windows a text does not have."""
+    import tensorflow as tf
+
+    shape = tf.shape(inputs["input_word_ids"])  # [B, K, S]
+    flat = {k: tf.reshape(v, [-1, shape[2]]) for k, v in inputs.items()}  # [B * K, S]
+    present = flat["input_mask"][:, 0] > 0  # [B * K]; [CLS] is in every real window
+    outputs = encode({k: tf.boolean_mask(v, present) for k, v in flat.items()})  # [W, ...]
+    inner = tf.shape(outputs)[1:]
+    full = tf.scatter_nd(
+        tf.where(present), outputs, tf.cast(tf.concat([[shape[0] * shape[1]], inner], 0), tf.int64)
+    )  # [B * K, ...]
+    return tf.reshape(full, tf.concat([shape[:2], inner], 0))  # [B, K, ...]
 
 
 def pool_windows(encode: Callable[[dict], object], inputs: dict, pooling: str):

@@ -86,7 +86,9 @@ class Task:
         if self.settings.max_windows < 1:
             raise ConfigError(f"--max-windows must be positive, got {self.settings.max_windows}")
         if self.settings.max_windows > 1 and not self.supports_windows:
-            raise ConfigError(f"--max-windows applies to classify and regress, not {self.name}")
+            raise ConfigError(
+                f"--max-windows applies to classify, regress and tag, not {self.name}"
+            )
 
     # === Files ===
 

@@ -1,5 +1,10 @@
 """tag: CoNLL files; each word tokenized alone, the head on `sequence_output` tags the word's first
-piece; words past `max_seq_length` get the default tag ("O" when it is a tag)."""
+piece; words past `max_seq_length` get the default tag ("O" when it is a tag).
+
+With `max_windows` > 1 a long sentence's pieces are read in windows (`finetune.windows`); every
+window is a training row, and a word's tag comes from the mean of its first piece's logits over
+the windows that hold that piece (the same mean pooling as `classify`).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from albert_tf.errors import DataError
-from albert_tf.finetune import data, features, metrics
+from albert_tf.errors import ConfigError, DataError
+from albert_tf.finetune import data, features, metrics, windows
 from albert_tf.finetune.tasks.base import Task, TaskData
 
 
@@ -16,6 +21,14 @@ class Tag(Task):
     name = "tag"
     best_metric = "f1"
     reads = "sequence_output"
+    supports_windows = True
+
+    def validate(self) -> None:
+        super().validate()
+        s = self.settings
+        windows.check_window_settings(s.max_seq_length, s.window_stride, s.window_pooling)
+        if s.window_pooling != "mean":
+            raise ConfigError("tag pools windows by their mean only (--window-pooling mean)")
 
     def default_tag(self) -> str:
         """The tag of words cut off by --max-seq-length."""
@@ -34,16 +47,41 @@ class Tag(Task):
     def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
         for e in examples:
             data.check_labels([(e.source, t) for t in e.tags or ()], self.settings.labels)
-        encoded = features.encode_tags(
-            examples, tokenizer, self.settings.max_seq_length, self.settings.labels
-        )
-        skipped = {"truncated to --max-seq-length": encoded.truncated} if encoded.truncated else {}
+        s = self.settings
+        if s.max_windows > 1:
+            encoded = windows.encode_tag_windows(
+                examples, tokenizer, s.max_seq_length, s.max_windows, s.window_stride, s.labels
+            )
+            what = "cut past --max-windows windows"
+        else:
+            encoded = features.encode_tags(examples, tokenizer, s.max_seq_length, s.labels)
+            what = "truncated to --max-seq-length"
+        skipped = {what: encoded.truncated} if encoded.truncated else {}
         return TaskData(
             encoded.inputs, encoded.labels, examples, skipped, word_index=encoded.word_index
         )
 
     def num_outputs(self) -> int:
         return len(self.settings.labels)
+
+    def training_rows(self, task_data: TaskData) -> tuple[dict[str, np.ndarray], Any]:
+        """With windows, every real window is a training row [W, S] with its pieces' tags."""
+        if self.settings.max_windows == 1:
+            return task_data.inputs, task_data.labels
+        present = task_data.inputs["input_mask"][:, :, 0] > 0  # [N, K]
+        return {k: v[present] for k, v in task_data.inputs.items()}, task_data.labels[present]
+
+    def input_shape(self) -> list[int]:
+        s = self.settings
+        return [1, s.max_windows, s.max_seq_length] if s.max_windows > 1 else super().input_shape()
+
+    def forward(self, encoder: Any, head: Any, inputs: dict, training: bool | None) -> dict:
+        def logits(window_inputs: dict) -> Any:
+            return head(encoder(window_inputs, training=training), training=training)
+
+        if inputs["input_word_ids"].shape.rank == 3:  # windows [B, K, S] -> logits [B, K, S, T]
+            return {"logits": windows.window_outputs(logits, inputs)}
+        return {"logits": logits(inputs)}
 
     def loss(self, outputs: dict, labels: Any) -> Any:
         """Cross-entropy over the first pieces of words (label -100 elsewhere is ignored)."""
@@ -63,11 +101,20 @@ class Tag(Task):
         return inputs, targets[:, : tf.shape(inputs["input_mask"])[-1]]  # [B, L]
 
     def decode(self, outputs: dict[str, np.ndarray], task_data: TaskData) -> list[dict]:
-        logits, labels, records = outputs["logits"], self.settings.labels, []
+        labels, records = self.settings.labels, []
+        count = len(task_data.examples)
+        logits = outputs["logits"].reshape(count, -1, len(labels))  # [N, K * S, T]
+        word_index = task_data.word_index.reshape(count, -1)  # [N, K * S]
         for n, example in enumerate(task_data.examples):
-            tags = [self.default_tag()] * len(example.words)
-            for position in np.nonzero(task_data.word_index[n] >= 0)[0]:
-                tags[task_data.word_index[n, position]] = labels[int(logits[n, position].argmax())]
+            first = word_index[n] >= 0
+            # mean of each word's first-piece logits over the windows that hold it
+            sums = np.zeros((len(example.words), len(labels)))
+            np.add.at(sums, word_index[n][first], logits[n][first])
+            seen = np.bincount(word_index[n][first], minlength=len(example.words))
+            tags = [
+                labels[int(total.argmax())] if times else self.default_tag()
+                for total, times in zip(sums / np.maximum(seen, 1)[:, None], seen, strict=True)
+            ]
             records.append({"words": list(example.words), "tags": tags})
         return records
 
@@ -102,6 +149,19 @@ class Tag(Task):
         unk = tf.fill([tf.reduce_sum(empty)], tf.constant(module.tokenizer.unk_id, pieces.dtype))
         pieces = tf.concat([pieces, tf.RaggedTensor.from_row_lengths(unk, empty)], axis=1)
         per_word = tf.RaggedTensor.from_row_splits(pieces, words.row_splits)  # [B, (W), (P)]
+        if self.settings.max_windows > 1:
+            tags = self.window_tags(module, per_word)
+        else:
+            tags = self.first_window_tags(module, per_word)
+        return {
+            "tags": tags.to_tensor(default_value=""),
+            "num_words": tf.cast(words.row_lengths(), tf.int32),
+        }
+
+    def first_window_tags(self, module: Any, per_word: Any) -> Any:
+        """string [B, (W)]: tags of the whole words that fit one window, the default after."""
+        import tensorflow as tf
+
         counts = per_word.row_lengths(axis=2)  # [B, (W)]
         kept = tf.cumsum(counts, axis=1) <= self.settings.max_seq_length - 2  # whole words that fit
         kept_words = tf.ragged.boolean_mask(per_word, kept)  # [B, (W'), (P)]
@@ -115,12 +175,36 @@ class Tag(Task):
         tags = tf.RaggedTensor.from_tensor(
             tf.gather(module.labels, tag_ids), lengths=positions.row_lengths()
         )
-        num_words = words.row_lengths()
-        cut = num_words - tags.row_lengths()
+        cut = per_word.row_lengths() - tags.row_lengths()
         filler = tf.RaggedTensor.from_row_lengths(
             tf.fill([tf.reduce_sum(cut)], tf.constant(self.default_tag())), cut
         )
-        return {
-            "tags": tf.concat([tags, filler], axis=1).to_tensor(default_value=""),
-            "num_words": tf.cast(num_words, tf.int32),
-        }
+        return tf.concat([tags, filler], axis=1)
+
+    def window_tags(self, module: Any, per_word: Any) -> Any:
+        """string [B, (W)]: each word's tag from the mean of its first piece's logits over the
+        windows holding that piece (`encode_tag_windows`); the default tag past the last one."""
+        import tensorflow as tf
+
+        s, length = self.settings, self.settings.max_seq_length
+        tokens = per_word.merge_dims(1, 2)  # [B, (T)]
+        inputs = windows.graph_windows(
+            None, tokens, length, s.max_windows, s.window_stride, None, module.pack
+        )
+        logits = module.call_model(inputs)["logits"]  # [B, K, S, T]
+        room = tf.fill([tokens.nrows()], tf.constant(length - 2, tf.int64))  # [B]
+        starts, exists = windows.graph_window_plan(
+            tf.cast(tokens.row_lengths(), tf.int64), room, s.max_windows, s.window_stride
+        )  # [B, K] each
+        first = tf.cumsum(per_word.row_lengths(axis=2), axis=1, exclusive=True)  # [B, (W)]
+        offset = first.to_tensor()[:, tf.newaxis, :] - starts[:, :, tf.newaxis]  # [B, K, W]
+        held = (offset >= 0) & (offset < length - 2) & exists[:, :, tf.newaxis]  # [B, K, W]
+        position = tf.clip_by_value(offset + 1, 0, length - 1)  # after [CLS]
+        picked = tf.gather(logits, position, batch_dims=2)  # [B, K, W, T]
+        weight = tf.cast(held, logits.dtype)[..., tf.newaxis]  # [B, K, W, 1]
+        seen = tf.reduce_sum(weight, axis=1)  # [B, W, 1]
+        mean = tf.reduce_sum(picked * weight, axis=1) / tf.maximum(seen, 1.0)  # [B, W, T]
+        tag_ids = tf.argmax(mean, axis=-1, output_type=tf.int32)  # [B, W]
+        default = tf.constant(self.default_tag())
+        tags = tf.where(seen[..., 0] > 0, tf.gather(module.labels, tag_ids), default)  # [B, W]
+        return tf.RaggedTensor.from_tensor(tags, lengths=per_word.row_lengths())
