@@ -139,7 +139,7 @@ class _Loop:
     def __init__(self, model: TaskModel, train: TaskData, run: TrainSettings, dtype: str):
         self.model, self.task = model, model.task
         inputs, labels = self.task.training_rows(train)
-        num_rows = len(labels if not isinstance(labels, dict) else next(iter(labels.values())))
+        num_rows = len(next(iter(inputs.values())))
         self.steps_per_epoch = math.ceil(num_rows / run.batch_size)
         self.total_steps = self.steps_per_epoch * run.epochs
         if run.max_steps is not None:

@@ -1,4 +1,4 @@
-"""Windows over long texts (classify, regress): in Python for files, in the graph for serving.
+"""Windows over long texts (classify, regress, tag): in Python for files, in the graph for serving.
 
 A text of n tokens becomes windows of `room` tokens starting every `stride` tokens, at most
 `max_windows` of them: window w holds tokens [w * stride, w * stride + room), and a text needs
@@ -8,7 +8,8 @@ kept whole in every window of text B, `[CLS] A [SEP] window of B [SEP]` (room = 
 - 3 - len(A)). Tokens past the last window are cut. Features are [N, max_windows, S]; windows a
 text does not need are all zeros (input_mask 0), which is how the model tells them apart.
 
-The stride defaults to half the room: every token away from the text's ends then sits in the
+Tagging windows a sentence's word pieces the same way (`encode_tag_windows`). The stride
+defaults to half the room: every token away from the text's ends then sits in the
 middle half of some window, with context on both sides of it.
 """
 
@@ -21,6 +22,7 @@ import numpy as np
 from albert_tf.errors import ConfigError
 from albert_tf.finetune.data import TagExample, TextExample
 from albert_tf.finetune.features import IGNORE_LABEL, Encoded, pack, word_pieces
+from albert_tf.finetune.tasks.base import INPUT_NAMES
 
 POOLINGS = ("mean", "max")
 
@@ -38,7 +40,7 @@ def first_segment_bound(max_seq_length: int, bound: int | None) -> int:
     return bound
 
 
-def check_window_settings(max_seq_length: int, stride: int | None, pooling: str) -> None:
+def check_window_settings(stride: int | None, pooling: str) -> None:
     """ConfigError for a stride that is not positive or an unknown pooling."""
     if stride is not None and stride < 1:
         raise ConfigError(f"--window-stride must be positive, got {stride}")
@@ -57,6 +59,16 @@ def window_starts(num_tokens: int, room: int, stride: int, max_windows: int) -> 
     return [w * stride for w in range(min(needed, max_windows))]
 
 
+def _zero_features(count: int, max_windows: int, max_seq_length: int) -> dict[str, np.ndarray]:
+    return {name: np.zeros((count, max_windows, max_seq_length), np.int32) for name in INPUT_NAMES}
+
+
+def _put(features: dict[str, np.ndarray], n: int, w: int, packed: tuple) -> None:
+    """Stores `features.pack`'s (ids, mask, type ids, _) as window w of text n."""
+    for name, value in zip(INPUT_NAMES, packed[:3], strict=True):
+        features[name][n, w] = value
+
+
 def encode_windows(
     examples: Sequence[TextExample],
     tokenizer,
@@ -67,8 +79,7 @@ def encode_windows(
 ) -> tuple[dict[str, np.ndarray], int]:
     """int32 features [N, max_windows, max_seq_length] of every example, and how many examples
     lost tokens (past the last window, or of text A past `first_bound`)."""
-    shape = (len(examples), max_windows, max_seq_length)
-    word_ids, mask, type_ids = (np.zeros(shape, np.int32) for _ in range(3))
+    inputs = _zero_features(len(examples), max_windows, max_seq_length)
     bound = first_segment_bound(max_seq_length, first_bound)
     truncated = 0
     for n, example in enumerate(examples):
@@ -83,9 +94,7 @@ def encode_windows(
         for w, start in enumerate(starts):
             window = text[start : start + room]
             a, b = (window, None) if first is None else (first, window)
-            ids, in_mask, types, _ = pack(tokenizer, a, b, max_seq_length)
-            word_ids[n, w], mask[n, w], type_ids[n, w] = ids, in_mask, types
-    inputs = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+            _put(inputs, n, w, pack(tokenizer, a, b, max_seq_length))
     return inputs, truncated
 
 
@@ -101,8 +110,8 @@ def encode_tag_windows(
     [N, max_windows, S] (as `features.encode_tags`: the first piece of a word carries its tag
     and its word's index, in every window that holds that piece). `truncated` counts sentences
     with pieces past the last window."""
+    inputs = _zero_features(len(examples), max_windows, max_seq_length)
     shape = (len(examples), max_windows, max_seq_length)
-    word_ids, mask, type_ids = (np.zeros(shape, np.int32) for _ in range(3))
     labels, words = np.full(shape, IGNORE_LABEL, np.int32), np.full(shape, -1, np.int32)
     index = {tag: i for i, tag in enumerate(tags or [])}
     labelled = bool(examples) and all(e.tags is not None for e in examples)
@@ -120,12 +129,9 @@ def encode_tag_windows(
         for k, start in enumerate(starts):
             window = slice(start, start + room)
             size = len(ids[window])
-            word_ids[n, k], mask[n, k], type_ids[n, k], _ = pack(
-                tokenizer, ids[window], None, max_seq_length
-            )
+            _put(inputs, n, k, pack(tokenizer, ids[window], None, max_seq_length))
             labels[n, k, 1 : 1 + size] = piece_labels[window]
             words[n, k, 1 : 1 + size] = piece_words[window]
-    inputs = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
     return Encoded(inputs, labels if labelled else None, truncated, words)
 
 
@@ -202,16 +208,12 @@ def window_outputs(encode: Callable[[dict], object], inputs: dict):
 
 
 def pool_windows(encode: Callable[[dict], object], inputs: dict, pooling: str):
-    """Runs `encode` (features [W, S] -> outputs [W, D]) on the real windows of inputs
-    [B, K, S] only and pools each document's window outputs: float [B, D]."""
+    """`window_outputs` of outputs [W, D], pooled over each text's real windows: float [B, D]."""
     import tensorflow as tf
 
-    shape = tf.shape(inputs["input_word_ids"])  # [B, K, S]
-    flat = {k: tf.reshape(v, [-1, shape[2]]) for k, v in inputs.items()}  # [B * K, S]
-    present = flat["input_mask"][:, 0] > 0  # [B * K]; [CLS] is in every real window
-    real = {k: tf.boolean_mask(v, present) for k, v in flat.items()}  # [W, S]
-    document = tf.boolean_mask(tf.repeat(tf.range(shape[0]), shape[1]), present)  # [W]
-    outputs = encode(real)  # [W, D]
+    outputs = window_outputs(encode, inputs)  # [B, K, D]
+    present = inputs["input_mask"][:, :, :1] > 0  # [B, K, 1]
     if pooling == "max":
-        return tf.math.unsorted_segment_max(outputs, document, shape[0])
-    return tf.math.unsorted_segment_mean(outputs, document, shape[0])
+        return tf.reduce_max(tf.where(present, outputs, outputs.dtype.min), axis=1)
+    count = tf.reduce_sum(tf.cast(present, outputs.dtype), axis=1)  # [B, 1]
+    return tf.reduce_sum(outputs, axis=1) / tf.maximum(count, 1.0)

@@ -32,7 +32,7 @@ class Classify(Task):
     def validate(self) -> None:
         super().validate()
         s = self.settings
-        windows.check_window_settings(s.max_seq_length, s.window_stride, s.window_pooling)
+        windows.check_window_settings(s.window_stride, s.window_pooling)
         if s.max_windows > 1:
             windows.first_segment_bound(s.max_seq_length, s.max_first_segment_length)
 

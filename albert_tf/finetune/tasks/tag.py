@@ -26,7 +26,7 @@ class Tag(Task):
     def validate(self) -> None:
         super().validate()
         s = self.settings
-        windows.check_window_settings(s.max_seq_length, s.window_stride, s.window_pooling)
+        windows.check_window_settings(s.window_stride, s.window_pooling)
         if s.window_pooling != "mean":
             raise ConfigError("tag pools windows by their mean only (--window-pooling mean)")
 
