@@ -9,7 +9,9 @@ HELP = "Fine-tune ALBERT on classify, regress, squad, multiple-choice (RACE) or 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from albert_tf.finetune.data import QUOTINGS
     from albert_tf.finetune.tasks import TASK_NAMES
+    from albert_tf.finetune.tasks.base import WINDOW_POOLINGS
 
     parser.add_argument("--task", required=True, choices=TASK_NAMES)
     parser.add_argument(
@@ -50,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     text.add_argument("--no-header", action="store_true", help="the TSV/CSV has no header row")
     text.add_argument(
         "--quoting",
-        choices=("auto", "csv", "none"),
+        choices=QUOTINGS,
         default="auto",
         help="TSV/CSV field quoting: csv (as Python's csv module and pandas write: a field with "
         "a tab, quote or line break is quoted), none (GLUE: a quote is text), auto (default: csv "
@@ -72,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     long.add_argument(
         "--window-pooling",
-        choices=("mean", "max"),
+        choices=WINDOW_POOLINGS,
         default="mean",
         help="how window logits make the text's (default mean); training pools the same way",
     )

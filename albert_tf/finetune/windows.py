@@ -24,8 +24,6 @@ from albert_tf.finetune.data import TagExample, TextExample
 from albert_tf.finetune.features import IGNORE_LABEL, Encoded, pack, word_pieces
 from albert_tf.finetune.tasks.base import INPUT_NAMES
 
-POOLINGS = ("mean", "max")
-
 
 def first_segment_bound(max_seq_length: int, bound: int | None) -> int:
     """Tokens of text A kept in a windowed pair: `bound`, by default half the packed room."""
@@ -38,14 +36,6 @@ def first_segment_bound(max_seq_length: int, bound: int | None) -> int:
             f"{max_seq_length}, got {bound}"
         )
     return bound
-
-
-def check_window_settings(stride: int | None, pooling: str) -> None:
-    """ConfigError for a stride that is not positive or an unknown pooling."""
-    if stride is not None and stride < 1:
-        raise ConfigError(f"--window-stride must be positive, got {stride}")
-    if pooling not in POOLINGS:
-        raise ConfigError(f"--window-pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
 
 
 def window_stride(room: int, stride: int | None) -> int:

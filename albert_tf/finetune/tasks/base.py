@@ -18,6 +18,7 @@ import numpy as np
 from albert_tf.errors import ConfigError, DataError
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+WINDOW_POOLINGS = ("mean", "max")
 
 
 @dataclass
@@ -83,9 +84,17 @@ class Task:
 
     def validate(self) -> None:
         """ConfigError for settings the task cannot use."""
-        if self.settings.max_windows < 1:
-            raise ConfigError(f"--max-windows must be positive, got {self.settings.max_windows}")
-        if self.settings.max_windows > 1 and not self.supports_windows:
+        s = self.settings
+        if s.window_stride is not None and s.window_stride < 1:
+            raise ConfigError(f"--window-stride must be positive, got {s.window_stride}")
+        if s.window_pooling not in WINDOW_POOLINGS:
+            raise ConfigError(
+                f"--window-pooling must be one of {', '.join(WINDOW_POOLINGS)}, "
+                f"got {s.window_pooling!r}"
+            )
+        if s.max_windows < 1:
+            raise ConfigError(f"--max-windows must be positive, got {s.max_windows}")
+        if s.max_windows > 1 and not self.supports_windows:
             raise ConfigError(
                 f"--max-windows applies to classify, regress and tag, not {self.name}"
             )
@@ -131,7 +140,8 @@ class Task:
 
     def input_shape(self) -> list[int]:
         """Shape of a one-example batch of model inputs (to build the model's variables)."""
-        return [1, self.settings.max_seq_length]
+        s = self.settings
+        return [1, s.max_windows, s.max_seq_length] if s.max_windows > 1 else [1, s.max_seq_length]
 
     def forward(self, encoder: Any, head: Any, inputs: dict, training: bool | None) -> dict:
         """The task model's outputs (dict of float32 tensors) for int32 encoder inputs."""

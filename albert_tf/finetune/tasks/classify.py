@@ -32,7 +32,6 @@ class Classify(Task):
     def validate(self) -> None:
         super().validate()
         s = self.settings
-        windows.check_window_settings(s.window_stride, s.window_pooling)
         if s.max_windows > 1:
             windows.first_segment_bound(s.max_seq_length, s.max_first_segment_length)
 
@@ -95,10 +94,6 @@ class Classify(Task):
 
     def num_outputs(self) -> int:
         return len(self.settings.labels)
-
-    def input_shape(self) -> list[int]:
-        s = self.settings
-        return [1, s.max_windows, s.max_seq_length] if s.max_windows > 1 else super().input_shape()
 
     def forward(self, encoder: Any, head: Any, inputs: dict, training: bool | None) -> dict:
         def logits(window_inputs: dict) -> Any:

@@ -25,9 +25,7 @@ class Tag(Task):
 
     def validate(self) -> None:
         super().validate()
-        s = self.settings
-        windows.check_window_settings(s.window_stride, s.window_pooling)
-        if s.window_pooling != "mean":
+        if self.settings.window_pooling != "mean":
             raise ConfigError("tag pools windows by their mean only (--window-pooling mean)")
 
     def default_tag(self) -> str:
@@ -70,10 +68,6 @@ class Tag(Task):
             return task_data.inputs, task_data.labels
         present = task_data.inputs["input_mask"][:, :, 0] > 0  # [N, K]
         return {k: v[present] for k, v in task_data.inputs.items()}, task_data.labels[present]
-
-    def input_shape(self) -> list[int]:
-        s = self.settings
-        return [1, s.max_windows, s.max_seq_length] if s.max_windows > 1 else super().input_shape()
 
     def forward(self, encoder: Any, head: Any, inputs: dict, training: bool | None) -> dict:
         def logits(window_inputs: dict) -> Any:
