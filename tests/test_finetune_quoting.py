@@ -49,6 +49,12 @@ def test_csv_written_tsv_round_trips(tmp_path, lineterminator):
     assert [e.source for e in data.read_text_file(path)][3] == f"{path}:7"
 
 
+def test_a_quoted_field_past_128_kib_reads_whole(tmp_path):
+    rows = [('a "long" document: ' + "word " * 40_000, "", "yes")]  # 200 kB, csv's limit 128 KiB
+    write_csv_tsv(tmp_path / "long.tsv", rows)
+    assert read_back(tmp_path / "long.tsv") == rows
+
+
 def test_pandas_written_tsv_round_trips(tmp_path):
     pandas = pytest.importorskip("pandas")
     path = tmp_path / "pandas.tsv"

@@ -138,6 +138,9 @@ def _plain_records(text: str, delimiter: str) -> list[tuple[int, list[str]]]:
 
 def _quoted_records(text: str, delimiter: str, path: Path) -> list[tuple[int, list[str]]]:
     """(first line, fields) of every record under standard quoting, blank lines as []."""
+    # A long document can be one field past csv's default limit of 128 KiB (a guard against
+    # runaway quotes, which `strict` and the field count check catch here).
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     records, line = [], 1
     try:
@@ -176,17 +179,17 @@ def _delimited_records(path: Path, quoting: str) -> list[tuple[int, list[str]]]:
             raise DataError(f"{path}: not UTF-8 text") from None
     if quoting == "auto" and delimiter == ",":
         quoting = "csv"
-    if quoting == "auto" and '"' in text:
-        try:
-            records = _quoted_records(text, delimiter, path)
-        except DataError:
-            quoting = "none"
-        else:
-            written = _written_by_csv([row for _, row in records], text, delimiter)
-            quoting = "csv" if written else "none"
-    if quoting == "csv":
-        return [(line, row) for line, row in _quoted_records(text, delimiter, path) if row]
-    return _plain_records(text, delimiter)
+    if quoting == "none" or (quoting == "auto" and '"' not in text):
+        return _plain_records(text, delimiter)
+    try:
+        records = _quoted_records(text, delimiter, path)
+    except DataError:
+        if quoting == "csv":
+            raise
+        return _plain_records(text, delimiter)
+    if quoting == "auto" and not _written_by_csv([row for _, row in records], text, delimiter):
+        return _plain_records(text, delimiter)
+    return [(line, row) for line, row in records if row]
 
 
 def _json_records(path: Path) -> Iterator[tuple[int, dict]]:
