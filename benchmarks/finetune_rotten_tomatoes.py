@@ -188,7 +188,7 @@ def main() -> None:
 
     from albert_tf.finetune.predict import load_finetuned, predict_file
     from albert_tf.finetune.tasks import TaskSettings
-    from albert_tf.finetune.trainer import TrainSettings, finetune
+    from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
 
     work = Path(args.work)
     paths = split(fetch(work), work / "split")
@@ -211,22 +211,24 @@ def main() -> None:
                 print(f"{init} seed {seed}: kept earlier result {done}", flush=True)
                 continue
             result = finetune(
-                str(paths["train"]),
-                str(output),
-                str(pretrained) if init == "pretrained" else "random",
-                TaskSettings("classify", max_seq_length=args.max_seq_length),
-                TrainSettings(
-                    epochs=args.epochs,
-                    batch_size=args.batch_size,
-                    learning_rate=args.learning_rate,
-                    seed=seed,
-                    dtype=args.dtype,
-                ),
-                eval_path=str(paths["dev"]),
-                config=str(pretrained / "albert_config.json") if init == "random" else None,
-                sp_model=str(pretrained / "spm.model"),
-                overwrite=True,
-                export_serving=False,
+                FinetuneSettings(
+                    train_path=str(paths["train"]),
+                    output_dir=str(output),
+                    init=str(pretrained) if init == "pretrained" else "random",
+                    task=TaskSettings("classify", max_seq_length=args.max_seq_length),
+                    train=TrainSettings(
+                        epochs=args.epochs,
+                        batch_size=args.batch_size,
+                        learning_rate=args.learning_rate,
+                        seed=seed,
+                        dtype=args.dtype,
+                    ),
+                    eval_path=str(paths["dev"]),
+                    config=str(pretrained / "albert_config.json") if init == "random" else None,
+                    sp_model=str(pretrained / "spm.model"),
+                    overwrite=True,
+                    export_serving=False,
+                )
             )
             _, scores, _ = predict_file(load_finetuned(output), str(paths["test"]))
             run = {

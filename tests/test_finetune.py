@@ -12,9 +12,11 @@ import tensorflow as tf
 
 from albert_tf import cli
 from albert_tf.checkpoint import checkpoint_children
+from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
-from albert_tf.finetune.tasks import TaskSettings, decode, load_task_data
-from albert_tf.finetune.trainer import TrainSettings, batched_outputs, finetune
+from albert_tf.finetune.tasks import TaskSettings
+from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
+from tests.conftest import FIXTURES
 
 TINY = {
     "vocab_size": 1000,
@@ -37,6 +39,37 @@ def write_config(directory, **overrides):
     return path
 
 
+def finetune_files(
+    root,
+    task,
+    train,
+    *,
+    init="random",
+    train_file="train.tsv",
+    eval_file="dev.tsv",
+    output="model",
+    **settings,
+):
+    """Fine-tunes `init` on root/train_file (evaluating on root/eval_file unless None) into
+    root/output, quietly. From "random", the TINY config and the fixture tokenizer by default."""
+    if init == "random":
+        settings.setdefault("sp_model", str(FIXTURES / "tokenizer" / "spm.model"))
+        if "config" not in settings:
+            settings["config"] = str(write_config(root))
+    return finetune(
+        FinetuneSettings(
+            train_path=str(root / train_file),
+            output_dir=str(root / output),
+            init=str(init),
+            task=task,
+            train=train,
+            eval_path=str(root / eval_file) if eval_file else None,
+            **settings,
+        ),
+        log=lambda line: None,
+    )
+
+
 def write_pairs(path, rows, seed):
     rng = random.Random(seed)
     good, bad = ["good", "great", "fine"], ["bad", "awful", "poor"]
@@ -54,17 +87,7 @@ def classify_run(tmp_path_factory, fixtures_dir):
     root = tmp_path_factory.mktemp("classify")
     write_pairs(root / "train.tsv", 48, seed=0)
     write_pairs(root / "dev.tsv", 12, seed=1)
-    result = finetune(
-        str(root / "train.tsv"),
-        str(root / "model"),
-        "random",
-        TaskSettings("classify", max_seq_length=20),
-        FAST,
-        eval_path=str(root / "dev.tsv"),
-        config=str(write_config(root)),
-        sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-        log=lambda line: None,
-    )
+    result = finetune_files(root, TaskSettings("classify", max_seq_length=20), FAST)
     return root, result
 
 
@@ -88,9 +111,9 @@ def test_output_dir_holds_checkpoint_head_and_metadata(classify_run):
 
 def test_predict_and_serving_equal_in_memory(classify_run):
     root, result = classify_run
-    dev = load_task_data(str(root / "dev.tsv"), result.settings, result.tokenizer)
+    dev = result.task.load(str(root / "dev.tsv"), result.tokenizer)
     expected_outputs = batched_outputs(result.model, dev.inputs, 64)
-    expected = decode(expected_outputs, dev, result.settings)
+    expected = result.task.decode(expected_outputs, dev)
 
     records, scores, _ = predict_file(load_finetuned(root / "model"), str(root / "dev.tsv"))
     assert [r["label"] for r in records] == [r["label"] for r in expected]
@@ -157,7 +180,13 @@ def test_bad_input_one_line_exit_2(tmp_path, fixtures_dir, capsys):
 
     bad = tmp_path / "bad.tsv"
     bad.write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tyes\n1\tmissing fields\n")
-    fails("--eval", bad, "--output", tmp_path / "out", match=f"{bad}:3: expected at least 4 fields")
+    fails(
+        "--eval",
+        bad,
+        "--output",
+        tmp_path / "out",
+        match=f"{bad}:3: expected 4 fields like the header, got 2",
+    )
     unseen = tmp_path / "unseen.tsv"
     unseen.write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tmaybe\n")
     fails(
@@ -180,6 +209,26 @@ def test_bad_input_one_line_exit_2(tmp_path, fixtures_dir, capsys):
     fails(
         "--output", tmp_path / "out", "--learning-rate", "0", match="learning-rate must be positive"
     )
+    out = ["--output", tmp_path / "out"]
+    fails(*out, "--max-windows", 0, match="--max-windows must be positive, got 0")
+    fails(*out, "--max-windows", 2, "--window-stride", 0, match="--window-stride must be positive")
+    fails(
+        *out,
+        "--max-windows",
+        2,
+        "--max-first-segment-length",
+        29,
+        match="--max-first-segment-length must be in [1, 28] at --max-seq-length 32, got 29",
+    )
+    quoted = tmp_path / "quoted.tsv"
+    quoted.write_text('sentence\tlabel\n"an unclosed quote\tyes\n')
+    fails(*out, "--eval", quoted, "--quoting", "csv", match=f"{quoted}:2: malformed quoted field")
+    conll = tmp_path / "train.conll"
+    conll.write_text("EU B-ORG\nrejects O\n")
+    code = run_cli("--task", "squad", "--train", conll, *common, *out, "--max-windows", 2)
+    assert (
+        code == 2 and "applies to classify, regress and tag, not squad" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize(("name", "kind"), [("adamw", "AdamWeightDecay"), ("lamb", "LAMB")])
@@ -191,3 +240,37 @@ def test_optimizer_warmup_then_linear_decay(name, kind):
     schedule = optimizer._get_hyper("learning_rate")
     # warmup reaches the decayed value at step 10 (9e-4) linearly; then 1e-3 * (1 - t / 100)
     assert [round(float(schedule(t)), 7) for t in (0, 5, 55, 100)] == [0.0, 4.5e-4, 4.5e-4, 0.0]
+
+
+def test_a_nan_first_epoch_does_not_stay_best():
+    from albert_tf.finetune.trainer import _is_better
+
+    nan = float("nan")
+    assert _is_better(nan, None)  # the first epoch always gets a checkpoint
+    assert _is_better(0.1, nan)  # any number then replaces a NaN
+    assert not _is_better(nan, 0.1)
+    assert not _is_better(0.1, 0.2) and _is_better(0.3, 0.2)
+
+
+def test_max_steps_0_evaluates_the_start_and_reads_the_training_file_once(
+    tmp_path, fixtures_dir, monkeypatch, capsys
+):
+    from albert_tf.finetune import data
+
+    write_pairs(tmp_path / "train.tsv", 8, seed=0)
+    write_pairs(tmp_path / "dev.tsv", 4, seed=1)
+    reads = []
+    read_text_file = data.read_text_file
+    monkeypatch.setattr(
+        data, "read_text_file", lambda path, **kw: reads.append(path) or read_text_file(path, **kw)
+    )
+    argv = ["--task", "classify", "--train", tmp_path / "train.tsv", "--eval", tmp_path / "dev.tsv"]
+    argv += ["--init", "random", "--config", write_config(tmp_path), "--max-steps", 0]
+    argv += ["--sp-model", fixtures_dir / "tokenizer" / "spm.model", "--max-seq-length", 16]
+    argv += ["--output", tmp_path / "out", "--dtype", "float32", "--no-serving"]
+    assert run_cli(*argv) == 0
+    assert "epoch 1: loss n/a (no steps); eval accuracy" in capsys.readouterr().err
+    assert [str(p) for p in reads] == [str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv")]
+    meta = json.loads((tmp_path / "out" / "finetune.json").read_text())
+    assert [(h["steps"], h["train_loss"]) for h in meta["history"]] == [(0, None)]
+    assert meta["best_epoch"] == 1 and tf.train.latest_checkpoint(str(tmp_path / "out"))

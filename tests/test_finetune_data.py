@@ -62,7 +62,7 @@ def test_csv_and_jsonl_named_columns(tmp_path):
 def test_malformed_rows_name_file_and_line(tmp_path):
     tsv = tmp_path / "bad.tsv"
     tsv.write_text("sentence1\tsentence2\tlabel\na\tb\t1\nonly-one-field\n")
-    with pytest.raises(DataError, match=rf"{tsv}:3: expected at least 3 fields, got 1"):
+    with pytest.raises(DataError, match=rf"{tsv}:3: expected 3 fields like the header, got 1"):
         data.read_text_file(tsv)
     jsonl = tmp_path / "bad.jsonl"
     jsonl.write_text('{"text": "a", "label": 1}\n{"text": \n')

@@ -14,12 +14,13 @@ import pytest
 from albert_tf.config import AlbertConfig
 from albert_tf.convert.tf1 import load_tf1_checkpoint
 from albert_tf.encoder import AlbertEncoder
+from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
-from albert_tf.finetune.tasks import TaskSettings, decode, load_task_data
-from albert_tf.finetune.trainer import TrainSettings, batched_outputs, finetune
+from albert_tf.finetune.tasks import TaskSettings
+from albert_tf.finetune.trainer import TrainSettings
 from export.encoder import save_encoder
 from preprocess.spm_train import train_sentencepiece
-from tests.test_finetune import TINY, write_pairs
+from tests.test_finetune import TINY, finetune_files, write_pairs
 
 ONE_EPOCH = TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32", seed=2)
 
@@ -36,17 +37,15 @@ def sp_model_97(tmp_path_factory):
 def test_from_tf1_checkpoint(tmp_path, fixtures_dir, sp_model_97):
     tf1 = fixtures_dir / "albert_tf1_tiny"
     write_pairs(tmp_path / "train.tsv", 16, seed=0)
-    result = finetune(
-        str(tmp_path / "train.tsv"),
-        str(tmp_path / "model"),
-        str(tf1 / "model.ckpt"),
+    result = finetune_files(
+        tmp_path,
         TaskSettings("classify", max_seq_length=24),
         ONE_EPOCH,
-        eval_path=str(tmp_path / "train.tsv"),
+        init=str(tf1 / "model.ckpt"),
+        eval_file="train.tsv",
         config=str(tf1 / "albert_config.json"),
         sp_model=str(sp_model_97),
         export_serving=False,
-        log=lambda line: None,
     )
     assert result.metadata["encoder"] == "tf1"
     # the encoder started from the TF1 weights: fine-tuning moved them only a little
@@ -66,14 +65,13 @@ def test_tokenizer_larger_than_model_vocab_is_rejected(tmp_path, fixtures_dir):
     tf1 = fixtures_dir / "albert_tf1_tiny"
     write_pairs(tmp_path / "train.tsv", 4, seed=0)
     with pytest.raises(ConfigError, match="has 1000 pieces but the encoder's vocabulary has 97"):
-        finetune(
-            str(tmp_path / "train.tsv"),
-            str(tmp_path / "model"),
-            str(tf1),
+        finetune_files(
+            tmp_path,
             TaskSettings("classify", max_seq_length=24),
             ONE_EPOCH,
+            init=str(tf1),
+            eval_file=None,
             sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-            log=lambda line: None,
         )
     assert not (tmp_path / "model").exists()
 
@@ -84,22 +82,19 @@ def test_from_tfhub_encoder_directory(tmp_path, fixtures_dir):
     save_encoder(hub_dir, encoder, sp_model=fixtures_dir / "tokenizer" / "spm.model")
     write_pairs(tmp_path / "train.tsv", 16, seed=0)
     write_pairs(tmp_path / "dev.tsv", 6, seed=1)
-    result = finetune(
-        str(tmp_path / "train.tsv"),
-        str(tmp_path / "model"),
-        str(hub_dir),
+    result = finetune_files(
+        tmp_path,
         TaskSettings("classify", max_seq_length=24),
         ONE_EPOCH,
-        eval_path=str(tmp_path / "dev.tsv"),
+        init=str(hub_dir),
         export_serving=False,
-        log=lambda line: None,
     )
     assert result.metadata["encoder"] == "hub"
     # gradients reached the hub encoder's weights through hub.KerasLayer(trainable=True)
     (tuned,) = [v for v in result.model.encoder.trainable_variables if "word_embeddings" in v.name]
     assert np.abs(tuned.numpy() - encoder.get_embedding_table().numpy()).max() > 0
-    dev = load_task_data(str(tmp_path / "dev.tsv"), result.settings, result.tokenizer)
-    expected = decode(batched_outputs(result.model, dev.inputs, 64), dev, result.settings)
+    dev = result.task.load(str(tmp_path / "dev.tsv"), result.tokenizer)
+    expected = result.task.decode(batched_outputs(result.model, dev.inputs, 64), dev)
     records, _, _ = predict_file(load_finetuned(tmp_path / "model"), str(tmp_path / "dev.tsv"))
     np.testing.assert_allclose(
         [list(r["probabilities"].values()) for r in records],

@@ -10,8 +10,9 @@ import tensorflow as tf
 
 from albert_tf import cli
 from albert_tf.finetune import metrics
-from albert_tf.finetune.tasks import TaskSettings, load_task_data
-from albert_tf.finetune.trainer import TrainSettings, batched_outputs, finetune
+from albert_tf.finetune.inference import batched_outputs
+from albert_tf.finetune.tasks import TaskSettings, get_task
+from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
 from preprocess.normalize import preprocess_text
 from tests.test_finetune import write_config
 
@@ -76,16 +77,20 @@ def squad_run(tmp_path_factory, fixtures_dir):
     root = tmp_path_factory.mktemp("squad")
     logs = []
     result = finetune(
-        str(squad_file(root / "train-v2.0.json", 4)),
-        str(root / "model"),
-        "random",
-        TaskSettings(
-            "squad", max_seq_length=40, doc_stride=12, max_query_length=12, n_best_size=40
+        FinetuneSettings(
+            train_path=str(squad_file(root / "train-v2.0.json", 4)),
+            output_dir=str(root / "model"),
+            init="random",
+            task=TaskSettings(
+                "squad", max_seq_length=40, doc_stride=12, max_query_length=12, n_best_size=40
+            ),
+            train=TrainSettings(
+                epochs=3, batch_size=8, learning_rate=2e-3, dtype="float32", seed=3
+            ),
+            eval_path=str(squad_file(root / "dev-v2.0.json", 1)),
+            config=str(write_config(root)),
+            sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
         ),
-        TrainSettings(epochs=3, batch_size=8, learning_rate=2e-3, dtype="float32", seed=3),
-        eval_path=str(squad_file(root / "dev-v2.0.json", 1)),
-        config=str(write_config(root)),
-        sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
         log=logs.append,
     )
     return root, result, logs
@@ -134,10 +139,10 @@ def test_predict_cli_spans_and_official_scores(squad_run, capsys):
 
 def test_serving_equals_in_memory(squad_run):
     root, result, _ = squad_run
-    settings = TaskSettings(**{**vars(result.settings), "doc_stride": 128})
+    task = get_task(TaskSettings(**{**vars(result.settings), "doc_stride": 128}))
     short = root / "short.json"
     squad_file(short, 1)
-    data = load_task_data(str(short), settings, result.tokenizer)
+    data = task.load(str(short), result.tokenizer)
     one_window = [
         i
         for i, e in enumerate(data.examples)
@@ -160,7 +165,7 @@ def test_serving_equals_in_memory(squad_run):
     np.testing.assert_allclose(
         got["end_logits"].numpy()[mask], expected["end_logits"][mask], atol=1e-4
     )
-    from albert_tf.finetune.tasks import TaskData, decode
+    from albert_tf.finetune.tasks import TaskData
 
     subset = TaskData(
         {k: v[rows] for k, v in data.inputs.items()},
@@ -171,6 +176,6 @@ def test_serving_equals_in_memory(squad_run):
             for n, r in enumerate(rows)
         ],
     )
-    records = decode(expected, subset, settings)
+    records = task.decode(expected, subset)
     answers = [a.decode() for a in got["answer"].numpy()]
     assert answers == [preprocess_text(r["answer"]) for r in records]

@@ -9,9 +9,10 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf import cli
-from albert_tf.finetune.tasks import TaskSettings, decode, load_task_data
-from albert_tf.finetune.trainer import TrainSettings, batched_outputs, finetune
-from tests.test_finetune import write_config
+from albert_tf.finetune.inference import batched_outputs
+from albert_tf.finetune.tasks import TaskSettings
+from albert_tf.finetune.trainer import TrainSettings
+from tests.test_finetune import finetune_files
 
 FAST = TrainSettings(epochs=1, batch_size=4, learning_rate=1e-3, dtype="float32", seed=4)
 
@@ -35,22 +36,18 @@ def write_race(directory, count, seed):
 def test_multiple_choice_race(tmp_path, fixtures_dir):
     write_race(tmp_path / "RACE" / "train" / "high", 6, seed=0)
     write_race(tmp_path / "RACE" / "dev" / "high", 2, seed=1)
-    result = finetune(
-        str(tmp_path / "RACE" / "train"),
-        str(tmp_path / "model"),
-        "random",
+    result = finetune_files(
+        tmp_path,
         TaskSettings("multiple-choice", max_seq_length=24),
         FAST,
-        eval_path=str(tmp_path / "RACE" / "dev"),
-        config=str(write_config(tmp_path)),
-        sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-        log=lambda line: None,
+        train_file="RACE/train",
+        eval_file="RACE/dev",
     )
     assert result.metadata["best_metric"] == "accuracy"
-    dev = load_task_data(str(tmp_path / "RACE" / "dev"), result.settings, result.tokenizer)
+    dev = result.task.load(str(tmp_path / "RACE" / "dev"), result.tokenizer)
     assert dev.inputs["input_word_ids"].shape == (4, 4, 24)
     outputs = batched_outputs(result.model, dev.inputs, 8)
-    expected = decode(outputs, dev, result.settings)
+    expected = result.task.decode(outputs, dev)
     out = tmp_path / "pred.jsonl"
     argv = [
         "predict",
@@ -98,25 +95,46 @@ def test_tagging_conll(tmp_path, fixtures_dir):
     write_conll(tmp_path / "train.txt", 8, seed=0)
     write_conll(tmp_path / "dev.txt", 3, seed=1)
     # 12 positions: the 5-word sentences lose their last words, so the cut is exercised too
-    result = finetune(
-        str(tmp_path / "train.txt"),
-        str(tmp_path / "model"),
-        "random",
+    result = finetune_files(
+        tmp_path,
         TaskSettings("tag", max_seq_length=12),
         FAST,
-        eval_path=str(tmp_path / "dev.txt"),
-        config=str(write_config(tmp_path)),
-        sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
-        log=lambda line: None,
+        train_file="train.txt",
+        eval_file="dev.txt",
     )
     assert result.settings.labels == ["B-LOC", "B-PER", "I-PER", "O"]
     assert result.metadata["skipped"]["train"]["truncated to --max-seq-length"] == 8
-    dev = load_task_data(str(tmp_path / "dev.txt"), result.settings, result.tokenizer)
-    expected = decode(batched_outputs(result.model, dev.inputs, 8), dev, result.settings)
+    dev = result.task.load(str(tmp_path / "dev.txt"), result.tokenizer)
+    expected = result.task.decode(batched_outputs(result.model, dev.inputs, 8), dev)
     assert all(len(r["tags"]) == 5 and r["tags"][-1] == "O" for r in expected)
     serving = tf.saved_model.load(str(tmp_path / "model" / "serving")).signatures["serving_default"]
     got = serving(sentence=tf.constant([" ".join(e.words) for e in dev.examples]))
     assert got["num_words"].numpy().tolist() == [5, 5, 5]
+    assert [[t.decode() for t in row] for row in got["tags"].numpy()] == [
+        r["tags"] for r in expected
+    ]
+
+
+def test_tagging_long_sentences_over_windows(tmp_path):
+    write_conll(tmp_path / "train.txt", 8, seed=0)
+    rng = random.Random(2)
+    long_lines = []
+    for _ in range(3):  # 2 sentences of 5 words run together: 10 words, ~56 pieces each
+        words = []
+        for _ in range(2):
+            words += [(rng.choice(["Peter", "Maria"]), "B-PER"), ("Blackburn", "I-PER")]
+            words += [("visited", "O"), (rng.choice(["Paris", "Lima"]), "B-LOC"), ("today", "O")]
+        long_lines += [f"{w} {t}" for w, t in words] + [""]
+    (tmp_path / "dev.txt").write_text("\n".join(long_lines))
+    task = TaskSettings("tag", max_seq_length=12, max_windows=12, window_stride=6)
+    result = finetune_files(tmp_path, task, FAST, eval_file="dev.txt", train_file="train.txt")
+    dev = result.task.load(str(tmp_path / "dev.txt"), result.tokenizer)
+    assert dev.inputs["input_word_ids"].shape == (3, 12, 12)
+    assert "cut past --max-windows windows" not in dev.skipped  # 12 windows reach piece 76
+    expected = result.task.decode(batched_outputs(result.model, dev.inputs, 2), dev)
+    assert [len(r["tags"]) for r in expected] == [10, 10, 10]
+    serving = tf.saved_model.load(str(tmp_path / "model" / "serving")).signatures["serving_default"]
+    got = serving(sentence=tf.constant([" ".join(e.words) for e in dev.examples]))
     assert [[t.decode() for t in row] for row in got["tags"].numpy()] == [
         r["tags"] for r in expected
     ]

@@ -7,11 +7,13 @@ import argparse
 
 HELP = "Fine-tune ALBERT on classify, regress, squad, multiple-choice (RACE) or tag (CoNLL) data."
 
-TASKS = ("classify", "regress", "squad", "multiple-choice", "tag")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", required=True, choices=TASKS)
+    from albert_tf.finetune.data import QUOTINGS
+    from albert_tf.finetune.tasks import TASK_NAMES
+    from albert_tf.finetune.tasks.base import WINDOW_POOLINGS
+
+    parser.add_argument("--task", required=True, choices=TASK_NAMES)
     parser.add_argument(
         "--train",
         required=True,
@@ -48,7 +50,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     text.add_argument("--text-pair-column")
     text.add_argument("--label-column")
     text.add_argument("--no-header", action="store_true", help="the TSV/CSV has no header row")
+    text.add_argument(
+        "--quoting",
+        choices=QUOTINGS,
+        default="auto",
+        help="TSV/CSV field quoting: csv (as Python's csv module and pandas write: a field with "
+        "a tab, quote or line break is quoted), none (GLUE: a quote is text), auto (default: csv "
+        "for .csv files; for a TSV, csv exactly when a csv writer gives the file back)",
+    )
     text.add_argument("--labels", help="comma-separated class names (default: those in --train)")
+    long = parser.add_argument_group("classify/regress/tag long texts (windows)")
+    long.add_argument(
+        "--max-windows",
+        type=int,
+        default=1,
+        help="read up to K windows of --max-seq-length per text and pool the window logits "
+        "(default 1: one window, the text's start)",
+    )
+    long.add_argument(
+        "--window-stride",
+        type=int,
+        help="tokens between window starts (default: half a window, so windows overlap by half)",
+    )
+    long.add_argument(
+        "--window-pooling",
+        choices=WINDOW_POOLINGS,
+        default="mean",
+        help="how window logits make the text's (default mean); training pools the same way",
+    )
+    long.add_argument(
+        "--max-first-segment-length",
+        type=int,
+        help="text pairs: tokens of the first text kept whole in every window of the second "
+        "(default: half the window)",
+    )
     squad = parser.add_argument_group("squad")
     squad.add_argument("--doc-stride", type=int, default=128)
     squad.add_argument("--max-query-length", type=int, default=64)
@@ -70,18 +105,23 @@ def task_settings(args: argparse.Namespace):
         text_pair_column=args.text_pair_column,
         label_column=args.label_column,
         has_header=not args.no_header,
+        quoting=args.quoting,
         doc_stride=args.doc_stride,
         max_query_length=args.max_query_length,
         n_best_size=args.n_best_size,
         max_answer_length=args.max_answer_length,
         null_score_diff_threshold=args.null_score_diff_threshold,
+        max_windows=args.max_windows,
+        window_stride=args.window_stride,
+        window_pooling=args.window_pooling,
+        max_first_segment_length=args.max_first_segment_length,
     )
 
 
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from albert_tf.finetune.trainer import TrainSettings, finetune
+    from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
     from albert_tf.io_utils import check_output_path
 
     check_output_path(args.output, args.overwrite)
@@ -97,18 +137,18 @@ def run(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         max_steps=args.max_steps,
     )
-    finetune(
-        args.train,
-        args.output,
-        args.init,
-        task_settings(args),
-        train,
+    settings = FinetuneSettings(
+        train_path=args.train,
+        output_dir=args.output,
+        init=args.init,
+        task=task_settings(args),
+        train=train,
         eval_path=args.eval,
         config=args.config,
         sp_model=args.sp_model,
         do_lower_case=not args.no_lower_case,
         overwrite=args.overwrite,
         export_serving=not args.no_serving,
-        log=lambda line: print(line, file=sys.stderr),
     )
+    finetune(settings, log=lambda line: print(line, file=sys.stderr))
     return 0

@@ -1,7 +1,9 @@
 """Readers of the task file formats, unchanged from their official releases.
 
-- Sentence (pair) classification and regression: GLUE TSV (tab-separated, no quoting, header
-  row), CSV, and JSONL; columns chosen by name or 0-based index.
+- Sentence (pair) classification and regression: TSV, CSV and JSONL; columns chosen by name or
+  0-based index. A TSV is read the way its writer meant it (`read_text_file`, `quoting`): GLUE's
+  TSVs never quote (a `"` is text), files from Python's `csv` module or pandas quote fields that
+  hold a tab, a quote or a line break.
 - SQuAD v1.1 / v2.0 JSON (`read_squad`).
 - RACE JSON: one JSON object per file as in the released RACE tree (`read_race`).
 - CoNLL-2003 style tagging: one token per line, tag in the last column, blank line between
@@ -13,6 +15,7 @@ Every reader raises `DataError` naming the file and 1-based line of a malformed 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -55,6 +58,7 @@ class SquadExample:
     answers: tuple[tuple[str, int], ...]
     is_impossible: bool
     source: str
+    gold_texts: tuple[str, ...] = ()  # every gold answer as written (for the official EM/F1)
 
 
 @dataclass(frozen=True)
@@ -116,31 +120,90 @@ def _guess_columns(header: list[str], path: Path) -> tuple[str, str | None, str 
     )
 
 
-def _rows(path: Path, has_header: bool) -> Iterator[tuple[int, list[str] | dict]]:
-    """(line number, fields) of a .tsv/.csv/.jsonl file; JSONL rows are dicts."""
-    suffix = path.suffix.lower()
+QUOTINGS = ("auto", "csv", "none")
+_CSV_WRITERS = [
+    (ending, quoting) for ending in ("\n", "\r\n") for quoting in (csv.QUOTE_MINIMAL, csv.QUOTE_ALL)
+]
+
+
+def _plain_records(text: str, delimiter: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of every non-blank line; no quoting (GLUE: MNLI holds bare quotes)."""
+    records = []
+    for number, line in enumerate(io.StringIO(text, newline=""), 1):
+        line = line.rstrip("\r\n")
+        if line:
+            records.append((number, line.split(delimiter)))
+    return records
+
+
+def _quoted_records(text: str, delimiter: str, path: Path) -> list[tuple[int, list[str]]]:
+    """(first line, fields) of every record under standard quoting, blank lines as []."""
+    # A long document can be one field past csv's default limit of 128 KiB (a guard against
+    # runaway quotes, which `strict` and the field count check catch here).
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    records, line = [], 1
+    try:
+        for row in reader:
+            records.append((line, row))
+            line = reader.line_num + 1
+    except csv.Error as e:
+        raise DataError(f"{path}:{line}: malformed quoted field ({e}); see --quoting") from None
+    return records
+
+
+def _written_by_csv(rows: list[list[str]], text: str, delimiter: str) -> bool:
+    """Whether Python's csv writer (as pandas uses it) gives back exactly `text` from `rows`."""
+    for ending, quoting in _CSV_WRITERS:
+        out = io.StringIO(newline="")
+        csv.writer(out, delimiter=delimiter, lineterminator=ending, quoting=quoting).writerows(rows)
+        if out.getvalue() in (text, text + ending):
+            return True
+    return False
+
+
+def _delimited_records(path: Path, quoting: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of the records of a .csv (comma) or any other (tab) file.
+
+    `quoting` "csv": standard quoting; "none": no quoting; "auto": standard quoting for .csv,
+    and for a TSV exactly when a csv writer gives the file back from its quoted reading (so a
+    GLUE file, whose bare quotes a writer would have escaped, reads as today).
+    """
+    if quoting not in QUOTINGS:
+        raise DataError(f"quoting must be one of {', '.join(QUOTINGS)}, got {quoting!r}")
+    delimiter = "," if path.suffix.lower() == ".csv" else "\t"
     with open(path, encoding="utf-8", newline="") as f:
-        if suffix in (".jsonl", ".json"):
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(f"{path}:{number}: invalid JSON ({e.msg})") from None
-                if not isinstance(row, dict):
-                    raise DataError(f"{path}:{number}: expected a JSON object per line")
-                yield number, row
-        elif suffix == ".csv":
-            reader = csv.reader(f)
-            for row in reader:
-                if row:
-                    yield reader.line_num, row
-        else:  # GLUE TSV: fields never quoted (MNLI holds bare quote characters).
-            for number, line in enumerate(f, 1):
-                line = line.rstrip("\r\n")
-                if line:
-                    yield number, line.split("\t")
+        try:
+            text = f.read()
+        except UnicodeDecodeError:
+            raise DataError(f"{path}: not UTF-8 text") from None
+    if quoting == "auto" and delimiter == ",":
+        quoting = "csv"
+    if quoting == "none" or (quoting == "auto" and '"' not in text):
+        return _plain_records(text, delimiter)
+    try:
+        records = _quoted_records(text, delimiter, path)
+    except DataError:
+        if quoting == "csv":
+            raise
+        return _plain_records(text, delimiter)
+    if quoting == "auto" and not _written_by_csv([row for _, row in records], text, delimiter):
+        return _plain_records(text, delimiter)
+    return [(line, row) for line, row in records if row]
+
+
+def _json_records(path: Path) -> Iterator[tuple[int, dict]]:
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{number}: invalid JSON ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{path}:{number}: expected a JSON object per line")
+            yield number, row
 
 
 def read_text_file(
@@ -151,71 +214,91 @@ def read_text_file(
     label_column: str | None = None,
     has_header: bool = True,
     require_labels: bool = True,
+    quoting: str = "auto",
 ) -> list[TextExample]:
     """Reads sentence (pair) examples from a TSV, CSV or JSONL file.
 
     Columns are header names or 0-based indices; without any, the GLUE header names are
     recognized (sentence, sentence1/sentence2, question/sentence, question1/question2, ...).
     `task` "regress" parses labels as floats. With `require_labels` a row without a label is an
-    error; otherwise missing labels are None.
+    error; otherwise missing labels are None. `quoting` ("auto", "csv", "none") says how TSV/CSV
+    fields are quoted (see `_delimited_records`). Every record must have as many fields as the
+    header (or, without one, the first record); DataError names the line of one that does not.
     """
     path = _check_file(path)
-    rows = _rows(path, has_header)
-    header = None
-    is_jsonl = path.suffix.lower() in (".jsonl", ".json")
-    if is_jsonl:
-        if text_column is None:
-            text_column, text_pair_column, guessed = "text", text_pair_column, "label"
-            label_column = label_column or guessed
-    elif has_header:
-        first = next(rows, None)
-        if first is None:
-            return []
-        header = [h.strip() for h in first[1]]
+    if path.suffix.lower() in (".jsonl", ".json"):
+        return _read_jsonl(path, task, text_column, text_pair_column, label_column, require_labels)
+    records = _delimited_records(path, quoting)
+    if not records:
+        return []
+    header, width_of = None, f"line {records[0][0]}"
+    if has_header:
+        header = [h.strip() for h in records.pop(0)[1]]
+        width_of = "the header"
         if text_column is None:
             text_column, guessed_pair, guessed_label = _guess_columns(header, path)
             text_pair_column = text_pair_column or guessed_pair
             label_column = label_column or guessed_label
     elif text_column is None:
         raise DataError(f"{path}: a file without header needs --text-column")
-    if not is_jsonl:
-        indices = [_column_index(header, c, path) for c in (text_column, text_pair_column)]
-        label_index = _column_index(header, label_column, path)
-        width = max(i for i in [*indices, label_index] if i is not None) + 1
+    if not records:
+        return []
+    width = len(header) if header is not None else len(records[0][1])
+    indices = [
+        _column_index(header, c, path) for c in (text_column, text_pair_column, label_column)
+    ]
+    if max(i for i in indices if i is not None) >= width:
+        raise DataError(f"{path}: column index past the {width} fields of {width_of}")
     examples = []
-    for number, row in rows:
+    for number, row in records:
         source = f"{path}:{number}"
-        if is_jsonl:
-            values = [
-                row.get(c) if c is not None else None for c in (text_column, text_pair_column)
-            ]
-            label = row.get(label_column) if label_column else None
-            if values[0] is None or (text_pair_column and values[1] is None):
-                raise DataError(f"{source}: missing key {text_column!r} or {text_pair_column!r}")
-        else:
-            if len(row) < width:
-                raise DataError(f"{source}: expected at least {width} fields, got {len(row)}")
-            values = [row[i] if i is not None else None for i in indices]
-            label = row[label_index] if label_index is not None else None
-        if label is not None and isinstance(label, str):
-            label = label.strip()
-        if label in (None, ""):
-            if require_labels:
-                raise DataError(f"{source}: missing label")
-            label = None
-        elif task == "regress":
-            try:
-                label = float(label)
-            except (TypeError, ValueError):
-                raise DataError(f"{source}: label {label!r} is not a number") from None
-        else:
-            label = str(label)
+        if len(row) != width:
+            raise DataError(f"{source}: expected {width} fields like {width_of}, got {len(row)}")
+        text, pair, label = (row[i] if i is not None else None for i in indices)
         examples.append(
-            TextExample(
-                str(values[0]), None if values[1] is None else str(values[1]), label, source
-            )
+            TextExample(text, pair, _label(label, task, require_labels, source), source)
         )
     return examples
+
+
+def _read_jsonl(
+    path: Path,
+    task: str,
+    text_column: str | None,
+    text_pair_column: str | None,
+    label_column: str | None,
+    require_labels: bool,
+) -> list[TextExample]:
+    if text_column is None:
+        text_column, label_column = "text", label_column or "label"
+    examples = []
+    for number, row in _json_records(path):
+        source = f"{path}:{number}"
+        text = row.get(text_column)
+        pair = row.get(text_pair_column) if text_pair_column else None
+        if text is None or (text_pair_column and pair is None):
+            raise DataError(f"{source}: missing key {text_column!r} or {text_pair_column!r}")
+        label = _label(
+            row.get(label_column) if label_column else None, task, require_labels, source
+        )
+        examples.append(TextExample(str(text), None if pair is None else str(pair), label, source))
+    return examples
+
+
+def _label(label: object, task: str, require_labels: bool, source: str) -> str | float | None:
+    """A record's label: stripped text (classify), a float (regress), None when missing."""
+    if isinstance(label, str):
+        label = label.strip()
+    if label in (None, ""):
+        if require_labels:
+            raise DataError(f"{source}: missing label")
+        return None
+    if task == "regress":
+        try:
+            return float(label)
+        except (TypeError, ValueError):
+            raise DataError(f"{source}: label {label!r} is not a number") from None
+    return str(label)
 
 
 def _load_json(path: Path) -> object:
@@ -269,19 +352,11 @@ def read_squad(path: str | os.PathLike, training: bool) -> tuple[list[SquadExamp
                 stats.questions += 1
                 stats.impossible += impossible
                 source = f"{path}: question {qid}"
-                examples.append(SquadExample(qid, question, context, kept, impossible, source))
+                gold = tuple(text for text, _ in answers)
+                examples.append(
+                    SquadExample(qid, question, context, kept, impossible, source, gold)
+                )
     return examples, stats
-
-
-def squad_gold_answers(path: str | os.PathLike) -> dict[str, list[str]]:
-    """Question id -> every gold answer text as written (for the official EM/F1)."""
-    document = _load_json(_check_file(path))
-    gold = {}
-    for article in document.get("data", []):
-        for paragraph in article.get("paragraphs", []):
-            for qa in paragraph.get("qas", []):
-                gold[str(qa["id"])] = [x["text"] for x in qa.get("answers", [])]
-    return gold
 
 
 def _race_files(path: Path) -> list[Path]:

@@ -93,27 +93,16 @@ def _arrays(
 
 
 def encode_text(
-    examples: Sequence[TextExample],
-    tokenizer: AlbertTokenizer,
-    max_seq_length: int,
-    labels: Sequence[str] | None = None,
-    regression: bool = False,
+    examples: Sequence[TextExample], tokenizer: AlbertTokenizer, max_seq_length: int
 ) -> Encoded:
-    """Features of sentence (pair) examples; labels mapped through `labels` (None: unlabelled)."""
+    """Features [N, S] of sentence (pair) examples (labels are the task's business)."""
     rows, truncated = [], 0
     for example in examples:
         b = tokenizer.encode(example.text_b) if example.text_b is not None else None
         *row, cut = pack(tokenizer, tokenizer.encode(example.text_a), b, max_seq_length)
         rows.append(row)
         truncated += cut
-    targets = None
-    if examples and all(e.label is not None for e in examples):
-        if regression:
-            targets = np.asarray([float(e.label) for e in examples], np.float32)
-        elif labels is not None:
-            index = {label: i for i, label in enumerate(labels)}
-            targets = np.asarray([index[e.label] for e in examples], np.int32)
-    return Encoded(_arrays(rows, (len(rows), max_seq_length)), targets, truncated)
+    return Encoded(_arrays(rows, (len(rows), max_seq_length)), None, truncated)
 
 
 def choice_text(question: str, option: str) -> str:

@@ -7,15 +7,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.dtypes import keras_policy
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
-from albert_tf.finetune import tasks
-from albert_tf.finetune.models import TaskHead, TaskModel, num_head_outputs
+from albert_tf.finetune.inference import batched_outputs
+from albert_tf.finetune.models import TaskModel, build_head
+from albert_tf.finetune.tasks import Task, TaskData, TaskSettings, get_task
+from albert_tf.finetune.tasks.base import INPUT_NAMES
 from preprocess.tokenizer import AlbertTokenizer
 
 METADATA_FILE = "finetune.json"
@@ -24,15 +25,19 @@ HUB_ENCODER_DIR = "hub_encoder"
 
 @dataclass
 class FinetunedModel:
-    """A fine-tuned model restored from its directory, with its tokenizer and settings."""
+    """A fine-tuned model restored from its directory, with its tokenizer and task."""
 
     model: TaskModel
     tokenizer: AlbertTokenizer
-    settings: tasks.TaskSettings
+    task: Task
     metadata: dict
 
+    @property
+    def settings(self) -> TaskSettings:
+        return self.task.settings
 
-def _build_model(path: Path, metadata: dict, settings: tasks.TaskSettings) -> TaskModel:
+
+def _build_model(path: Path, metadata: dict, task: Task) -> TaskModel:
     """The task model of a fine-tuned directory, built (variables created), not yet restored."""
     if metadata["encoder"] == "hub":
         import tensorflow_hub as hub
@@ -47,17 +52,8 @@ def _build_model(path: Path, metadata: dict, settings: tasks.TaskSettings) -> Ta
         config = AlbertConfig.from_json_file(path / "albert_config.json")
         encoder = AlbertEncoder(config)
         initializer_range = config.initializer_range
-    head = TaskHead(
-        settings.task,
-        num_head_outputs(settings.task, tasks.num_labels(settings)),
-        initializer_range=initializer_range,
-    )
-    model = TaskModel(encoder, head)
-    shape = [1, settings.max_seq_length]
-    if settings.task == "multiple-choice":
-        shape = [1, 1, settings.max_seq_length]
-    names = ("input_word_ids", "input_mask", "input_type_ids")
-    model({name: tf.zeros(shape, tf.int32) for name in names}, training=False)
+    model = TaskModel(encoder, build_head(task, initializer_range), task)
+    model({name: tf.zeros(task.input_shape(), tf.int32) for name in INPUT_NAMES}, training=False)
     return model
 
 
@@ -68,10 +64,10 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     if not meta_file.is_file():
         raise CheckpointError(f"{path} is not a fine-tuned model directory (no {METADATA_FILE})")
     metadata = json.loads(meta_file.read_text(encoding="utf-8"))
-    settings = tasks.TaskSettings(**metadata["settings"])
+    task = get_task(TaskSettings(**metadata["settings"]))
     tokenizer = AlbertTokenizer(path / "spm.model", do_lower_case=metadata["do_lower_case"])
     with keras_policy(metadata.get("dtype", "float32")):
-        model = _build_model(path, metadata, settings)
+        model = _build_model(path, metadata, task)
     prefix = tf.train.latest_checkpoint(str(path))
     if prefix is None:
         raise CheckpointError(f"no checkpoint in {path}")
@@ -84,39 +80,16 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
         status.assert_existing_objects_matched()
     except AssertionError as e:
         raise CheckpointError(f"checkpoint {prefix} does not match its model: {e}") from None
-    return FinetunedModel(model, tokenizer, settings, metadata)
+    return FinetunedModel(model, tokenizer, task, metadata)
 
 
 def predict_file(
     finetuned: FinetunedModel, input_path: str, batch_size: int = 64
-) -> tuple[list[dict], dict[str, float] | None, tasks.TaskData]:
+) -> tuple[list[dict], dict[str, float] | None, TaskData]:
     """Prediction records of every example in `input_path` (same formats as training; labels
     optional) and the metrics when the file carries labels (None otherwise)."""
-    from albert_tf.finetune.trainer import batched_outputs
-
-    task_data = tasks.load_task_data(
-        input_path, finetuned.settings, finetuned.tokenizer, training=False, require_labels=False
-    )
-    outputs = batched_outputs(finetuned.model, task_data.inputs, batch_size)
-    records = tasks.decode(outputs, task_data, finetuned.settings)
-    scores = None
-    if _has_labels(task_data, finetuned.settings):
-        scores = tasks.evaluate(records, task_data, finetuned.settings)
+    task = finetuned.task
+    task_data = task.load(input_path, finetuned.tokenizer, training=False, require_labels=False)
+    records = task.decode(batched_outputs(finetuned.model, task_data.inputs, batch_size), task_data)
+    scores = task.evaluate(records, task_data) if task.has_labels(task_data) else None
     return records, scores, task_data
-
-
-def _has_labels(task_data: tasks.TaskData, settings: tasks.TaskSettings) -> bool:
-    if settings.task == "squad":
-        return any(task_data.gold_answers.values()) or any(
-            e.is_impossible for e in task_data.examples
-        )
-    if settings.task == "tag":
-        return all(e.tags is not None for e in task_data.examples)
-    return all(e.label is not None for e in task_data.examples) and not (
-        settings.task == "classify" and task_data.labels is None
-    )
-
-
-def numpy_outputs(outputs: dict) -> dict[str, np.ndarray]:
-    """Tensors of a model or signature call as numpy arrays."""
-    return {k: v.numpy() if hasattr(v, "numpy") else np.asarray(v) for k, v in outputs.items()}

@@ -14,7 +14,8 @@ import json
 import math
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
@@ -22,28 +23,18 @@ import tf_keras as keras
 from tqdm import tqdm
 
 from albert_tf.dtypes import keras_policy, resolve_dtype
-from albert_tf.errors import ConfigError, DataError
-from albert_tf.finetune import tasks
+from albert_tf.errors import ConfigError
 from albert_tf.finetune.features import check_max_seq_length
-from albert_tf.finetune.models import TaskHead, TaskModel, num_head_outputs, task_loss
+from albert_tf.finetune.inference import batched_outputs
+from albert_tf.finetune.models import TaskModel, build_head
 from albert_tf.finetune.optimization import build_optimizer
-from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE
+from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
 from albert_tf.finetune.sources import Source, load_source
+from albert_tf.finetune.tasks import Task, TaskData, TaskSettings, get_task
 from albert_tf.io_utils import atomic_dir
-from albert_tf.layers.fused import fused_cpu_inference
 from preprocess.tokenizer import AlbertTokenizer
 
 SERVING_DIR = "serving"
-
-
-@dataclass
-class FinetuneResult:
-    """What `finetune` wrote (its metadata) and the in-memory model with the best weights."""
-
-    metadata: dict
-    model: TaskModel
-    tokenizer: AlbertTokenizer
-    settings: tasks.TaskSettings
 
 
 @dataclass
@@ -51,7 +42,7 @@ class TrainSettings:
     """Optimization settings of one fine-tuning run."""
 
     epochs: int = 3
-    batch_size: int = 32
+    batch_size: int = 32  # training rows per step (windows, with --max-windows)
     eval_batch_size: int = 64
     learning_rate: float = 2e-5
     warmup_proportion: float = 0.1
@@ -59,7 +50,24 @@ class TrainSettings:
     weight_decay: float = 0.01
     seed: int = 12345
     dtype: str = "auto"
-    max_steps: int | None = None  # stop early (tests, smoke runs)
+    max_steps: int | None = None  # stop early (tests, smoke runs); 0 evaluates the start
+
+
+@dataclass
+class FinetuneSettings:
+    """One fine-tuning run: what to train on, where from, where to, and how."""
+
+    train_path: str
+    output_dir: str
+    init: str  # checkpoint dir, TF1 checkpoint, TF-Hub encoder dir, or "random"
+    task: TaskSettings
+    train: TrainSettings = field(default_factory=TrainSettings)
+    eval_path: str | None = None
+    config: str | None = None  # albert_config.json or preset (TF1 checkpoints, "random")
+    sp_model: str | None = None  # default: the one that comes with `init`
+    do_lower_case: bool = True
+    overwrite: bool = False
+    export_serving: bool = True
 
 
 def _encoder_limits(source: Source) -> tuple[int | None, int | None]:
@@ -89,180 +97,171 @@ def make_tokenizer(source: Source, do_lower_case: bool) -> AlbertTokenizer:
     return tokenizer
 
 
-def batched_outputs(
-    model: TaskModel, inputs: dict[str, np.ndarray], batch_size: int
-) -> dict[str, np.ndarray]:
-    """Runs `model` (inference mode) over `inputs` in batches; concatenated numpy outputs.
-
-    The last batch is padded to `batch_size` so one traced function serves every batch. The
-    function is traced with oneDNN's fused CPU kernels where they are available.
-    """
-    call = getattr(model, "_inference_function", None)
-    if call is None:
-        call = model._inference_function = tf.function(lambda x: model(x, training=False))
-    pieces: dict[str, list[np.ndarray]] = {}
-    count = len(next(iter(inputs.values())))
-    with fused_cpu_inference():
-        for begin in range(0, count, batch_size):
-            batch = {k: v[begin : begin + batch_size] for k, v in inputs.items()}
-            size = len(batch["input_word_ids"])
-            if size < batch_size and count > batch_size:
-                pad = [(0, batch_size - size)] + [(0, 0)] * (batch["input_word_ids"].ndim - 1)
-                batch = {k: np.pad(v, pad) for k, v in batch.items()}
-            for name, value in call(batch).items():
-                pieces.setdefault(name, []).append(value.numpy()[:size])
-    return {name: np.concatenate(values) for name, values in pieces.items()}
-
-
-def _trim_to_longest(task: str, inputs: dict, targets):
-    """Cuts a batch's padding to its longest sequence (training cost follows real lengths)."""
-    length = tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=-1))
-    inputs = {k: v[..., :length] for k, v in inputs.items()}  # [B, L] or [B, C, L]
-    if task == "tag":
-        targets = targets[:, :length]  # [B, L]
-    return inputs, targets
-
-
-def _is_better(value: float, best: float | None) -> bool:
-    return best is None or (not math.isnan(value) and value > best)
-
-
-def finetune(
-    train_path: str,
-    output_dir: str,
-    init: str,
-    task_settings: tasks.TaskSettings,
-    train_settings: TrainSettings,
-    eval_path: str | None = None,
-    config: str | None = None,
-    sp_model: str | None = None,
-    do_lower_case: bool = True,
-    overwrite: bool = False,
-    export_serving: bool = True,
-    log: Callable[[str], None] = print,
-) -> FinetuneResult:
-    """Fine-tunes `init` on `train_path`; writes `output_dir`; returns the result.
-
-    Raises ConfigError/CheckpointError/DataError (one line each) for bad settings, sources and
-    data, before any training starts.
-    """
-    settings, run = task_settings, train_settings
+def _check_train_settings(run: TrainSettings) -> None:
     if run.epochs < 1 or run.batch_size < 1:
         raise ConfigError("--epochs and --batch-size must be positive")
     if not 0.0 <= run.warmup_proportion <= 1.0:
         raise ConfigError(f"--warmup-proportion must be in [0, 1], got {run.warmup_proportion}")
-    dtype = resolve_dtype(run.dtype)
-    keras.utils.set_random_seed(run.seed)
-    with atomic_dir(output_dir, overwrite=overwrite) as tmp, keras_policy(dtype):
-        source = load_source(init, config=config, sp_model=sp_model)
-        tokenizer = make_tokenizer(source, do_lower_case)
-        _, positions = _encoder_limits(source)
-        if positions is not None:
-            check_max_seq_length(settings.max_seq_length, positions)
-        train_examples, _ = tasks.read_examples(
-            train_path, settings, training=True, require_labels=True
-        )
-        if not train_examples:
-            raise DataError(f"training file {train_path} holds no examples")
-        tasks.infer_labels(settings, train_examples, train_path)
-        train = tasks.load_task_data(train_path, settings, tokenizer, training=True)
-        for what, count in train.skipped.items():
-            log(f"{train_path}: {count} {what}")
-        evaluation = None
-        if eval_path is not None:
-            evaluation = tasks.load_task_data(eval_path, settings, tokenizer, training=False)
-            for what, count in evaluation.skipped.items():
-                log(f"{eval_path}: {count} {what}")
+    if run.max_steps is not None and run.max_steps < 0:
+        raise ConfigError(f"--max-steps must not be negative, got {run.max_steps}")
 
-        labels = tasks.num_labels(settings)
-        head = TaskHead(
-            settings.task,
-            num_head_outputs(settings.task, labels),
-            initializer_range=source.config.initializer_range if source.config else 0.02,
-        )
-        model = TaskModel(source.encoder, head)
-        model({k: v[:1] for k, v in train.inputs.items()}, training=False)
 
-        num_rows = len(next(iter(train.inputs.values())))
-        steps_per_epoch = math.ceil(num_rows / run.batch_size)
-        total_steps = steps_per_epoch * run.epochs
+def _is_better(value: float, best: float | None) -> bool:
+    """Whether an epoch scoring `value` replaces the best so far: the first epoch always does (so
+    a checkpoint exists), after that any number beats NaN and NaN beats nothing."""
+    if best is None:
+        return True
+    return not math.isnan(value) and (math.isnan(best) or value > best)
+
+
+def _format_loss(loss: float | None) -> str:
+    return "n/a (no steps)" if loss is None else f"{loss:.4f}"
+
+
+def _load_data(
+    settings: FinetuneSettings, task: Task, tokenizer: AlbertTokenizer, log: Callable[[str], None]
+) -> tuple[TaskData, TaskData | None]:
+    """The training data (read once; it completes the task settings) and the evaluation data."""
+    train = task.load(settings.train_path, tokenizer, training=True, configure=True)
+    for what, count in train.skipped.items():
+        log(f"{settings.train_path}: {count} {what}")
+    if settings.eval_path is None:
+        return train, None
+    evaluation = task.load(settings.eval_path, tokenizer, training=False)
+    for what, count in evaluation.skipped.items():
+        log(f"{settings.eval_path}: {count} {what}")
+    return train, evaluation
+
+
+class _Loop:
+    """The model, optimizer, dataset and traced step of one run."""
+
+    def __init__(self, model: TaskModel, train: TaskData, run: TrainSettings, dtype: str):
+        self.model, self.task = model, model.task
+        inputs, labels = self.task.training_rows(train)
+        num_rows = len(next(iter(inputs.values())))
+        self.steps_per_epoch = math.ceil(num_rows / run.batch_size)
+        self.total_steps = self.steps_per_epoch * run.epochs
         if run.max_steps is not None:
-            total_steps = min(total_steps, run.max_steps)
-        warmup = int(run.warmup_proportion * total_steps)
+            self.total_steps = min(self.total_steps, run.max_steps)
+        warmup = int(run.warmup_proportion * self.total_steps)
         optimizer = build_optimizer(
-            run.optimizer, run.learning_rate, total_steps, warmup, run.weight_decay
+            run.optimizer, run.learning_rate, max(self.total_steps, 1), warmup, run.weight_decay
         )
-        if dtype == "float16":
+        self.scaled = dtype == "float16"
+        if self.scaled:
             optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
-
-        dataset = (
-            tf.data.Dataset.from_tensor_slices((train.inputs, train.labels))
+        self.optimizer = optimizer
+        self.dataset = (
+            tf.data.Dataset.from_tensor_slices((inputs, labels))
             .shuffle(num_rows, seed=run.seed, reshuffle_each_iteration=True)
             .batch(run.batch_size)
-            .map(lambda x, y: _trim_to_longest(settings.task, x, y))
+            .map(self.task.trim_batch)
         )
-
         # One trace for every batch: lengths vary after trimming, so the signature leaves them open.
-        @tf.function(input_signature=list(dataset.element_spec))
-        def train_step(inputs, targets):
-            with tf.GradientTape() as tape:
-                loss = task_loss(settings.task, model(inputs, training=True), targets)
-                scaled = optimizer.get_scaled_loss(loss) if dtype == "float16" else loss
-            variables = model.trainable_variables
-            gradients = tape.gradient(scaled, variables)
-            if dtype == "float16":
-                gradients = optimizer.get_unscaled_gradients(gradients)
-            optimizer.apply_gradients(zip(gradients, variables, strict=True))
-            return loss
+        self.step = tf.function(self._step, input_signature=list(self.dataset.element_spec))
 
-        checkpoint = tf.train.Checkpoint(encoder=model.encoder, task_head=model.task_head)
-        manager = tf.train.CheckpointManager(checkpoint, str(tmp), max_to_keep=1)
-        writer = tf.summary.create_file_writer(str(tmp / "logs"))
-        metric_name = tasks.BEST_METRIC[settings.task]
-        history, best, best_epoch, step = [], None, None, 0
-        for epoch in range(1, run.epochs + 1):
-            losses = []
-            progress = tqdm(
-                dataset, total=steps_per_epoch, desc=f"epoch {epoch}/{run.epochs}", leave=False
-            )
-            for inputs, targets in progress:
-                if step >= total_steps:
-                    break
-                loss = float(train_step(inputs, targets))
-                losses.append(loss)
-                step += 1
-                progress.set_postfix(loss=f"{loss:.4f}")
-                with writer.as_default(step=step):
-                    tf.summary.scalar("train/loss", loss)
-            record = {
-                "epoch": epoch,
-                "steps": step,
-                "train_loss": float(np.mean(losses)) if losses else None,
-            }
-            if evaluation is not None:
-                outputs = batched_outputs(model, evaluation.inputs, run.eval_batch_size)
-                scores = tasks.evaluate(
-                    tasks.decode(outputs, evaluation, settings), evaluation, settings
-                )
-                record["eval"] = scores
-                with writer.as_default(step=step):
-                    for name, value in scores.items():
-                        tf.summary.scalar(f"eval/{name}", value)
-                value = scores[metric_name]
-                summary = ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
-                log(f"epoch {epoch}: loss {record['train_loss']:.4f}; eval {summary}")
-                if _is_better(value, best):
-                    best, best_epoch = value, epoch
-                    manager.save(checkpoint_number=epoch)
-            else:
-                log(f"epoch {epoch}: loss {record['train_loss']:.4f}")
-                best_epoch = epoch
-                manager.save(checkpoint_number=epoch)
-            history.append(record)
-            if step >= total_steps:
+    def _step(self, inputs, targets):
+        with tf.GradientTape() as tape:
+            loss = self.task.loss(self.model(inputs, training=True), targets)
+            scaled = self.optimizer.get_scaled_loss(loss) if self.scaled else loss
+        variables = self.model.trainable_variables
+        gradients = tape.gradient(scaled, variables)
+        if self.scaled:
+            gradients = self.optimizer.get_unscaled_gradients(gradients)
+        self.optimizer.apply_gradients(zip(gradients, variables, strict=True))
+        return loss
+
+
+def _evaluate(model: TaskModel, evaluation: TaskData, batch_size: int) -> dict[str, float]:
+    outputs = batched_outputs(model, evaluation.inputs, batch_size)
+    return model.task.evaluate(model.task.decode(outputs, evaluation), evaluation)
+
+
+def _train(
+    loop: _Loop,
+    evaluation: TaskData | None,
+    run: TrainSettings,
+    checkpoint_dir: Path,
+    log: Callable[[str], None],
+) -> tuple[list[dict], float | None, int]:
+    """Trains epoch by epoch, keeping the best epoch's checkpoint (the last without evaluation
+    data); returns (history, best metric value, best epoch) with the best weights restored."""
+    checkpoint = tf.train.Checkpoint(encoder=loop.model.encoder, task_head=loop.model.task_head)
+    manager = tf.train.CheckpointManager(checkpoint, str(checkpoint_dir), max_to_keep=1)
+    writer = tf.summary.create_file_writer(str(checkpoint_dir / "logs"))
+    metric_name = loop.task.best_metric
+    history, best, best_epoch, step = [], None, None, 0
+    for epoch in range(1, run.epochs + 1):
+        losses = []
+        progress = tqdm(
+            loop.dataset,
+            total=loop.steps_per_epoch,
+            desc=f"epoch {epoch}/{run.epochs}",
+            leave=False,
+        )
+        for inputs, targets in progress:
+            if step >= loop.total_steps:
                 break
-        writer.close()
-        checkpoint.read(manager.latest_checkpoint).expect_partial()
+            loss = float(loop.step(inputs, targets))
+            losses.append(loss)
+            step += 1
+            progress.set_postfix(loss=f"{loss:.4f}")
+            with writer.as_default(step=step):
+                tf.summary.scalar("train/loss", loss)
+        train_loss = float(np.mean(losses)) if losses else None
+        record = {"epoch": epoch, "steps": step, "train_loss": train_loss}
+        line = f"epoch {epoch}: loss {_format_loss(train_loss)}"
+        if evaluation is not None:
+            scores = record["eval"] = _evaluate(loop.model, evaluation, run.eval_batch_size)
+            with writer.as_default(step=step):
+                for name, value in scores.items():
+                    tf.summary.scalar(f"eval/{name}", value)
+            line += "; eval " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
+            if _is_better(scores[metric_name], best):
+                best, best_epoch = scores[metric_name], epoch
+                manager.save(checkpoint_number=epoch)
+        else:
+            best_epoch = epoch
+            manager.save(checkpoint_number=epoch)
+        log(line)
+        history.append(record)
+        if step >= loop.total_steps:
+            break
+    writer.close()
+    checkpoint.read(manager.latest_checkpoint).expect_partial()
+    return history, best, best_epoch
+
+
+def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> FinetunedModel:
+    """Fine-tunes `settings.init` on `settings.train_path`; writes `settings.output_dir` and
+    returns what `predict.load_finetuned` would read from it, with the best weights in memory.
+
+    Raises ConfigError/CheckpointError/DataError (one line each) for bad settings, sources and
+    data, before any training starts.
+    """
+    run = settings.train
+    _check_train_settings(run)
+    task = get_task(settings.task)
+    dtype = resolve_dtype(run.dtype)
+    keras.utils.set_random_seed(run.seed)
+    with (
+        atomic_dir(settings.output_dir, overwrite=settings.overwrite) as tmp,
+        keras_policy(dtype),
+    ):
+        source = load_source(settings.init, config=settings.config, sp_model=settings.sp_model)
+        tokenizer = make_tokenizer(source, settings.do_lower_case)
+        _, positions = _encoder_limits(source)
+        if positions is not None:
+            check_max_seq_length(task.settings.max_seq_length, positions)
+        train, evaluation = _load_data(settings, task, tokenizer, log)
+
+        initializer_range = source.config.initializer_range if source.config else 0.02
+        model = TaskModel(source.encoder, build_head(task, initializer_range), task)
+        model({k: v[:1] for k, v in train.inputs.items()}, training=False)
+        history, best, best_epoch = _train(
+            _Loop(model, train, run, dtype), evaluation, run, tmp, log
+        )
 
         if source.config is not None:
             source.config.to_json_file(tmp / "albert_config.json")
@@ -270,27 +269,25 @@ def finetune(
         if source.hub_path is not None:
             shutil.copytree(source.hub_path, tmp / HUB_ENCODER_DIR)
         metadata = {
-            "task": settings.task,
-            "labels": settings.labels,
-            "max_seq_length": settings.max_seq_length,
-            "do_lower_case": do_lower_case,
+            "task": task.name,
+            "labels": task.settings.labels,
+            "max_seq_length": task.settings.max_seq_length,
+            "do_lower_case": settings.do_lower_case,
             "encoder": source.kind,
             "dtype": dtype,
-            "settings": dataclasses.asdict(settings),
+            "settings": dataclasses.asdict(task.settings),
             "train": dataclasses.asdict(run),
-            "best_metric": metric_name if evaluation is not None else None,
+            "best_metric": task.best_metric if evaluation is not None else None,
             "best_value": best,
             "best_epoch": best_epoch,
             "history": history,
             "skipped": {"train": train.skipped, "eval": evaluation.skipped if evaluation else {}},
         }
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-        if export_serving:
+        if settings.export_serving:
             from albert_tf.finetune.serving import export_serving_model
 
-            export_serving_model(model, tokenizer, settings, tmp / SERVING_DIR)
-    log(
-        f"wrote {output_dir} (best epoch {best_epoch}"
-        + (f", {metric_name} {best:.4f})" if best is not None else ")")
-    )
-    return FinetuneResult(metadata, model, tokenizer, settings)
+            export_serving_model(model, tokenizer, tmp / SERVING_DIR)
+    best_text = f", {task.best_metric} {best:.4f}" if best is not None else ""
+    log(f"wrote {settings.output_dir} (best epoch {best_epoch}{best_text})")
+    return FinetunedModel(model, tokenizer, task, metadata)

@@ -1,0 +1,34 @@
+"""Running a task model over featurized inputs in batches (evaluation, predict, tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.finetune.models import TaskModel
+from albert_tf.layers.fused import fused_cpu_inference
+
+
+def batched_outputs(
+    model: TaskModel, inputs: dict[str, np.ndarray], batch_size: int
+) -> dict[str, np.ndarray]:
+    """Runs `model` (inference mode) over `inputs` in batches; concatenated numpy outputs.
+
+    The last batch is padded to `batch_size` so one traced function serves every batch. The
+    function is traced with oneDNN's fused CPU kernels where they are available.
+    """
+    call = getattr(model, "_inference_function", None)
+    if call is None:
+        call = model._inference_function = tf.function(lambda x: model(x, training=False))
+    pieces: dict[str, list[np.ndarray]] = {}
+    count = len(next(iter(inputs.values())))
+    with fused_cpu_inference():
+        for begin in range(0, count, batch_size):
+            batch = {k: v[begin : begin + batch_size] for k, v in inputs.items()}
+            size = len(batch["input_word_ids"])
+            if size < batch_size and count > batch_size:
+                pad = [(0, batch_size - size)] + [(0, 0)] * (batch["input_word_ids"].ndim - 1)
+                batch = {k: np.pad(v, pad) for k, v in batch.items()}
+            for name, value in call(batch).items():
+                pieces.setdefault(name, []).append(value.numpy()[:size])
+    return {name: np.concatenate(values) for name, values in pieces.items()}
