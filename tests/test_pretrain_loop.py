@@ -127,12 +127,14 @@ def test_xla_step_matches_the_plain_step(shared, dtype, accum):
     plain_loss, plain_grads = _gradient_step(config, dtype, accum, jit=False)
     xla_loss, xla_grads = _gradient_step(config, dtype, accum, jit=True)
     assert xla_loss == pytest.approx(plain_loss, abs=1e-4 if dtype == "float32" else 1e-2)
-    for xla, plain in zip(xla_grads, plain_grads, strict=True):
-        if dtype == "float32":  # within 1e-4 of each variable's largest gradient
+    if dtype == "float32":  # within 1e-4 of each variable's largest gradient
+        for xla, plain in zip(xla_grads, plain_grads, strict=True):
             np.testing.assert_allclose(xla, plain, atol=1e-4 * max(np.abs(plain).max(), 1e-3))
-        else:  # bfloat16's 8-bit mantissas, summed in another order by XLA's fusions
-            cosine = np.sum(xla * plain) / (np.linalg.norm(xla) * np.linalg.norm(plain) + 1e-12)
-            assert np.linalg.norm(plain) < 1e-6 or cosine > 0.99, cosine
+    else:  # bfloat16's 8-bit mantissas, summed in another order by XLA's fusions: compare the
+        # whole gradient (tiny ones, such as the query kernel's ~1e-6, are mostly rounding)
+        xla, plain = (np.concatenate([g.ravel() for g in gs]) for gs in (xla_grads, plain_grads))
+        assert np.dot(xla, plain) / (np.linalg.norm(xla) * np.linalg.norm(plain)) > 0.999
+        np.testing.assert_allclose(xla, plain, atol=5e-2 * np.abs(plain).max())
 
 
 @pytest.mark.slow
