@@ -98,6 +98,11 @@ class TrainLoop:
             optimizer=self.optimizer,
             step=self.step,
         )
+        if grad_accum_steps > 1:
+            # Grappler's arithmetic optimizer rewrites the shared blocks' gradient sums inside the
+            # accumulation loop into temporary variables that collide across its iterations
+            # (AlreadyExistsError on ALBERT-base, TF 2.20); the rewrite is off while accumulating.
+            tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
         self._gradients = (
             tf.function(self._accumulated_gradients, jit_compile=True)
             if jit_compile
@@ -147,7 +152,10 @@ class TrainLoop:
             [tf.zeros(v.shape, tf.float32) for v in variables],
             {k: tf.constant(0.0) for k in SUM_KEYS},
         )
-        _, grads, sums = tf.while_loop(lambda i, *_: i < accum, body, initial)
+        # One micro-batch at a time: that bounds activation memory (the point of accumulating).
+        _, grads, sums = tf.while_loop(
+            lambda i, *_: i < accum, body, initial, parallel_iterations=1
+        )
         return grads, sums
 
     def _replica_step(self, batch, index, step):
@@ -169,6 +177,7 @@ class TrainLoop:
     def _loop(self, iterator, steps):
         self.sums.assign(tf.zeros_like(self.sums))
         for i in tf.range(steps):
+            tf.autograph.experimental.set_loop_options(parallel_iterations=1)
             self.strategy.run(self._replica_step, args=(next(iterator), i, self.step.read_value()))
             self.step.assign_add(1)
         return self.sums.read_value()
