@@ -134,9 +134,7 @@ def test_init_checkpoint_starts_from_its_weights(corpus, first_run, tmp_path):
 
 def test_float16_with_loss_scaling_and_a_time_limit(corpus, tmp_path):
     output = tmp_path / "fp16"
-    result = _run(
-        corpus, output, dtype="float16", train_steps=50, minutes=1e-6, steps_per_loop=1
-    )
+    result = _run(corpus, output, dtype="float16", train_steps=50, minutes=1e-6, steps_per_loop=1)
     assert result.dtype == "float16"
     assert result.stopped_early and result.step == 1  # out of time after the first step
     assert np.isfinite(result.train_history[-1]["loss"])

@@ -66,6 +66,8 @@ class PretrainResult:
     steps_per_loop: int = 1
     jit_compile: bool = False
     loop_seconds: list[float] = dataclasses.field(default_factory=list)  # wall time per loop
+    stopped_at: float = 0.0  # seconds from the start when training stopped (before the last save)
+    last_save_seconds: float = 0.0
 
 
 def check_batch(settings: PretrainSettings, replicas: int) -> None:
@@ -343,6 +345,8 @@ class _HostLoop:
             step += steps
             self.bar.update(steps)
             last = stop or step == s.train_steps
+            if last:
+                result.stopped_at = time.monotonic() - started
             # Under a time budget, the first loop also ends with a checkpoint: it times a save,
             # which the budget must leave room for at the end.
             first_under_budget = deadline is not None and len(result.loop_seconds) == 1
@@ -357,4 +361,5 @@ class _HostLoop:
         self.bar.close()
         self.evaluate(step)
         result.step = step
+        result.last_save_seconds = self.save_seconds
         return result
