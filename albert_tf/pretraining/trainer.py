@@ -104,7 +104,6 @@ def pretrain(
     CheckpointError, OutputError) for bad input, raised before anything is written.
     """
     started = time.monotonic()
-    settings.validate()
     if strategy is None:
         strategy = make_strategy(settings.strategy, settings.tpu)
     config = load_config(settings.config)
