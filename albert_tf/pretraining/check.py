@@ -30,6 +30,7 @@ import numpy as np
 
 from albert_tf.errors import AlbertError
 from albert_tf.pretraining.loop import SUM_KEYS
+from albert_tf.pretraining.losses import metrics_from_sums
 
 
 @dataclasses.dataclass
@@ -214,10 +215,8 @@ def _run_stages(settings, as_pretrain, config, report, echo) -> None:
 
 
 def _finite_loss(rows: np.ndarray) -> float:
-    sums = dict(zip(SUM_KEYS, rows.sum(axis=0).tolist(), strict=True))
-    loss = sums["mlm_ce_sum"] / max(sums["mlm_weight_sum"], 1e-5) + sums["sop_ce_sum"] / max(
-        sums["example_count"], 1.0
-    )
+    """The loop's training loss from its per-step sums; FloatingPointError unless finite."""
+    loss = metrics_from_sums(dict(zip(SUM_KEYS, rows.sum(axis=0).tolist(), strict=True)))["loss"]
     if not math.isfinite(loss):
         raise FloatingPointError(f"the training loss is {loss}")
     return loss
