@@ -117,9 +117,6 @@ class PretrainSettings:
         }
         return cls(**values, progress=not args.quiet)
 
-    def replace(self, **changes: Any) -> PretrainSettings:
-        return dataclasses.replace(self, **changes)
-
     def loop_steps(self, device: str) -> int:
         """Steps per host loop: --steps-per-loop, or DEFAULT_STEPS_PER_LOOP for `device`."""
         return self.steps_per_loop or DEFAULT_STEPS_PER_LOOP[device]
