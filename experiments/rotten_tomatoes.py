@@ -129,12 +129,13 @@ def finetune_and_score(
     batch_size: int = 32,
     max_seq_length: int = 64,
     dtype: str = "float32",
+    max_steps: int | None = None,
 ) -> dict:
     """Fine-tunes a classifier on `paths["train"]` (best epoch on `paths["dev"]`) and scores
     `paths["test"]` once.
 
     `init` is a pretrained checkpoint directory or "random" (then `config` gives the
-    architecture). Returns dev and test accuracy, test F1, the best epoch and the minutes taken.
+    architecture; a file). `max_steps` cuts training short (smoke runs). Returns dev and test accuracy, test F1, the best epoch and the minutes taken.
     """
     from albert_tf.finetune.predict import load_finetuned, predict_file
     from albert_tf.finetune.tasks import TaskSettings
@@ -153,6 +154,7 @@ def finetune_and_score(
                 learning_rate=learning_rate,
                 seed=seed,
                 dtype=dtype,
+                max_steps=max_steps,
             ),
             eval_path=str(paths["dev"]),
             config=str(config) if config else None,
