@@ -269,3 +269,22 @@ def one_error_line(stderr: str, command: str) -> str:
     assert "Traceback" not in stderr and "{{function_node" not in stderr, stderr
     assert lines[0].startswith(f"albert-tf {command}: error: "), lines[0]
     return lines[0]
+
+
+# === Pretraining data (create-pretraining-data output) ===
+
+
+def read_pretraining_records(output_dir: Path) -> dict[str, np.ndarray]:
+    """All records of a create-pretraining-data output dir (shards in name order), parsed with
+    the features its metadata.json lists, as arrays [N, length]."""
+    import json
+
+    meta = json.loads((output_dir / "metadata.json").read_text())
+    spec = {
+        name: tf.io.FixedLenFeature([length], tf.float32 if kind == "float" else tf.int64)
+        for name, (kind, length) in meta["features"].items()
+    }
+    files = sorted(str(p) for p in output_dir.glob("*.tfrecord"))
+    dataset = tf.data.TFRecordDataset(files).batch(100_000)
+    batches = [tf.io.parse_example(b, spec) for b in dataset]
+    return {k: np.concatenate([b[k].numpy() for b in batches]) for k in spec}
