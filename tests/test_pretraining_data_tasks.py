@@ -16,14 +16,7 @@ from tests import helpers
 
 CLS, SEP = 2, 3  # the fixture tokenizer's [CLS] and [SEP] ids
 
-WORD_LIST = (
-    "time person year way day thing man world life hand part child eye woman place work week "
-    "case point government company number group problem fact river mountain city garden window "
-    "letter music paper story money light water heart night friend table animal country morning "
-    "question reason voice house school family road answer power"
-)
-
-# sha256 over (name, bytes) of the shards that `sop_corpus` gives with SOP_SETTINGS, masked and
+# sha256 over (name, bytes) of the shards that `helpers.word_corpus()` gives with SOP_SETTINGS, masked and
 # unmasked, recorded from the code before --sentence-task existed (commit 76af235).
 SOP_SETTINGS = dict(
     max_seq_length=32, max_predictions_per_seq=5, dupe_factor=2, num_shards=2, seed=3
@@ -32,21 +25,6 @@ SOP_DIGESTS = {
     True: "cbefb7cd027f1ad9852b5f941306fadf62a1fac5d48f7f5d516f45d3779ea17b",
     False: "aa0b45935633df3e7eab0acd8abe663920e95ac11f69904e9aa9c9839697ec91",
 }
-
-
-def sop_corpus() -> str:
-    """Six small documents of English words, built by arithmetic (no RNG, no stdlib text)."""
-    words_of = WORD_LIST.split()
-    docs = []
-    for d in range(6):
-        sentences = []
-        for s in range(3 + d % 4):
-            n = 4 + (d * 5 + s * 3) % 9
-            words = [words_of[(d * 7 + s * 13 + w * 31) % len(words_of)] for w in range(n)]
-            sentences.append(" ".join(words).capitalize() + ".")
-        half = len(sentences) // 2
-        docs.append(" ".join(sentences[:half]) + "\n" + " ".join(sentences[half:]))
-    return "\n\n".join(docs) + "\n"
 
 
 def shards_digest(output: Path) -> str:
@@ -65,7 +43,7 @@ def spm_model(fixtures_dir) -> str:
 @pytest.mark.parametrize("mask", [True, False])
 def test_sop_output_is_byte_identical_to_before(tmp_path, spm_model, mask):
     corpus = tmp_path / "c.txt"
-    corpus.write_text(sop_corpus())
+    corpus.write_text(helpers.word_corpus())
     out = tmp_path / "out"
     task = {"sentence_task": "sop"} if mask else {}  # explicit and default
     stats = create_pretraining_data(
