@@ -52,8 +52,9 @@ class TrainLoop:
 
     Build it inside `keras_policy(dtype)`. `optimizer_args` are build_optimizer's
     (learning_rate, train_steps, warmup_steps). `sentence_task` is the training data's
-    ("sop", "nsp" or "none"); with "none" the loss is the MLM loss alone and the sentence head's
-    variables are left out of training (no gradient, no weight decay, no optimizer slots).
+    ("sop", "nsp" or "none"); with "none" the loss is the MLM loss alone, and the variables it
+    does not reach (the sentence head, the encoder's pooler) are left out of training: no
+    update, no weight decay, no optimizer slots.
     """
 
     def __init__(
@@ -81,15 +82,18 @@ class TrainLoop:
         self.sentence_task = sentence_task
         with strategy.scope():
             self.model = AlbertPretrainingModel(config)
-            self.model(dummy_inputs(max_seq_length, max_predictions_per_seq), training=False)
-            untrained = (
-                {id(v) for v in self.model.sop_head.trainable_variables}
-                if sentence_task == "none"
-                else set()
-            )
-            self.trained_variables = [
-                v for v in self.model.trainable_variables if id(v) not in untrained
-            ]
+            dummy = dummy_inputs(max_seq_length, max_predictions_per_seq)
+            self.model(dummy, training=False)
+            self.trained_variables = list(self.model.trainable_variables)
+            if sentence_task == "none":
+                # Train what the MLM loss reaches: not the sentence head, nor the pooler that
+                # feeds only that head.
+                with tf.GradientTape() as tape:
+                    mlm_logits = self.model(dummy, training=False)["mlm_logits"]
+                reached = tape.gradient(mlm_logits, self.trained_variables)
+                self.trained_variables = [
+                    v for v, g in zip(self.trained_variables, reached, strict=True) if g is not None
+                ]
             self.optimizer = build_optimizer(*optimizer_args, dtype=dtype)
             self.step = tf.Variable(
                 0,
