@@ -72,6 +72,18 @@ def runs(data, tmp_path_factory):
     return results
 
 
+@pytest.mark.parametrize("task", [None, "nsp", "mlm"])
+def test_the_sentence_task_comes_from_the_metadata(tmp_path, task):
+    path = helpers.write_pretraining_records(
+        tmp_path / "a.tfrecord", 2, vocab_size=1000, sentence_task=task
+    )
+    if task == "mlm":
+        with pytest.raises(DataError, match="sentence_task 'mlm'; expected one of sop, nsp"):
+            data_lib.inspect_data(str(path), CONFIG)
+    else:
+        assert data_lib.inspect_data(str(path), CONFIG).sentence_task == (task or "sop")
+
+
 def _summary_tags(directory) -> set[str]:
     tags = set()
     for path in directory.glob("events.out.tfevents.*"):

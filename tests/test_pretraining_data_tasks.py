@@ -271,3 +271,13 @@ def test_cli_sentence_task(tmp_path, spm_model, disjoint_corpus, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["create-pretraining-data", *args, "--sentence-task", "mlm"])
     assert exit_info.value.code == 2 and "invalid choice: 'mlm'" in capsys.readouterr().err
+
+
+def test_unknown_sentence_task_is_a_data_error_before_writing(tmp_path, spm_model):
+    from albert_tf.errors import DataError
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(helpers.word_corpus())
+    with pytest.raises(DataError, match="sentence_task must be one of sop, nsp, none"):
+        create_pretraining_data(str(corpus), spm_model, tmp_path / "out", sentence_task="mlm")
+    assert not (tmp_path / "out").exists()
