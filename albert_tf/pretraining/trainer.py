@@ -2,9 +2,9 @@
 
 The sentence task comes from the training data's metadata (create-pretraining-data
 --sentence-task; data without one is SOP): the loss is MLM + SOP, MLM + NSP (BERT's labels, the
-same head and loss), or MLM alone ("none": the sentence head is not trained). Metrics are named
-by task (sop_loss/sop_accuracy or nsp_loss/nsp_accuracy, none for "none"); evaluation data is
-named by its own task.
+same head and loss), or MLM alone ("none": the sentence head, and the pooler that feeds it, are
+not trained). Metrics are named by task (sop_loss/sop_accuracy or nsp_loss/nsp_accuracy, none
+for "none"); evaluation data is named by its own task.
 
 The output directory is a checkpoint directory (albert_config.json, `ckpt-N` written by a
 tf.train.CheckpointManager with root children encoder, mlm, sop, optimizer, step, and spm.model

@@ -228,9 +228,9 @@ def create_pretraining_data(
     `tf.train.Example`s with the features of `records.feature_lengths` (int64 `input_ids`,
     `input_mask`, `segment_ids` [max_seq_length]; int64 `masked_lm_positions`, `masked_lm_ids`
     and float `masked_lm_weights` [max_predictions_per_seq], padded with 0 / 0.0; int64
-    `next_sentence_labels` [1], 1 = segments swapped), and `metadata.json` (sizes, vocab size,
-    instance counts, `sentence_task`, SentencePiece checksum, settings, statistics) for training
-    to validate.
+    `next_sentence_labels` [1], 1 = swapped or random next, see `sentence_task`), and
+    `metadata.json` (sizes, vocab size, instance counts, `sentence_task`, SentencePiece checksum,
+    settings, statistics) for training to validate.
     With `mask=False` the records hold unmasked `input_ids` and `token_boundary` instead, for
     `preprocess.pretraining_data.dynamic_masking`.
 
