@@ -19,6 +19,7 @@ COMMANDS = (
     "train-tokenizer",
     "create-pretraining-data",
     "pretrain",
+    "evaluate",
     "check",
     "finetune",
     "predict",

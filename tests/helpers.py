@@ -6,6 +6,7 @@ Other engineers may append functions; keep each one a self-contained check.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -269,3 +270,116 @@ def one_error_line(stderr: str, command: str) -> str:
     assert "Traceback" not in stderr and "{{function_node" not in stderr, stderr
     assert lines[0].startswith(f"albert-tf {command}: error: "), lines[0]
     return lines[0]
+
+
+# === Pretraining data (create-pretraining-data output) ===
+
+WORD_LIST = (
+    "time person year way day thing man world life hand part child eye woman place work week "
+    "case point government company number group problem fact river mountain city garden window "
+    "letter music paper story money light water heart night friend table animal country morning "
+    "question reason voice house school family road answer power"
+)
+
+
+def word_corpus(num_docs: int = 6) -> str:
+    """`num_docs` small documents of English words (blank lines between them), built by
+    arithmetic: no RNG, no stdlib text, the same bytes on any platform."""
+    words_of = WORD_LIST.split()
+    docs = []
+    for d in range(num_docs):
+        sentences = []
+        for s in range(3 + d % 4):
+            n = 4 + (d * 5 + s * 3) % 9
+            words = [words_of[(d * 7 + s * 13 + w * 31) % len(words_of)] for w in range(n)]
+            sentences.append(" ".join(words).capitalize() + ".")
+        half = len(sentences) // 2
+        docs.append(" ".join(sentences[:half]) + "\n" + " ".join(sentences[half:]))
+    return "\n\n".join(docs) + "\n"
+
+
+def read_pretraining_records(output_dir: Path) -> dict[str, np.ndarray]:
+    """All records of a create-pretraining-data output dir (shards in name order), parsed with
+    the features its metadata.json lists, as arrays [N, length]."""
+    import json
+
+    meta = json.loads((output_dir / "metadata.json").read_text())
+    spec = {
+        name: tf.io.FixedLenFeature([length], tf.float32 if kind == "float" else tf.int64)
+        for name, (kind, length) in meta["features"].items()
+    }
+    files = sorted(str(p) for p in output_dir.glob("*.tfrecord"))
+    dataset = tf.data.TFRecordDataset(files).batch(100_000)
+    batches = [tf.io.parse_example(b, spec) for b in dataset]
+    return {k: np.concatenate([b[k].numpy() for b in batches]) for k in spec}
+
+
+def write_pretraining_records(
+    path,
+    count,
+    seq_length=16,
+    predictions=4,
+    vocab_size=50,
+    seed=0,
+    drop=(),
+    metadata=True,
+    unmasked=False,
+    sentence_task=None,
+):
+    """Writes `count` random but well-formed pretraining Examples (the original's features).
+
+    `drop` names features to leave out. With `metadata`, writes metadata.json beside the file
+    (max_seq_length, max_predictions_per_seq, vocab_size, num_instances). `unmasked` writes
+    `--no-mask` records (token_boundary instead of the masked_lm features). `sentence_task`,
+    when given, is recorded in the metadata.
+    """
+    rng = np.random.default_rng(seed)
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for _ in range(count):
+            length = int(rng.integers(seq_length // 2, seq_length + 1))
+            mask = (np.arange(seq_length) < length).astype(np.int64)
+            n = int(rng.integers(1, predictions + 1))
+            positions = np.zeros(predictions, np.int64)
+            positions[:n] = np.sort(rng.choice(np.arange(1, length), n, replace=False))
+            lm_ids = np.zeros(predictions, np.int64)
+            lm_ids[:n] = rng.integers(5, vocab_size, n)
+            weights = (np.arange(predictions) < n).astype(np.float32)
+            features = {
+                "input_ids": ints(rng.integers(5, vocab_size, seq_length) * mask),
+                "input_mask": ints(mask),
+                "segment_ids": ints((np.arange(seq_length) >= length // 2) * mask),
+                "masked_lm_positions": ints(positions),
+                "masked_lm_ids": ints(lm_ids),
+                "masked_lm_weights": tf.train.Feature(
+                    float_list=tf.train.FloatList(value=weights.tolist())
+                ),
+                "next_sentence_labels": ints([rng.integers(0, 2)]),
+            }
+            if unmasked:
+                for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+                    del features[name]
+                features["token_boundary"] = ints(rng.integers(0, 2, seq_length) * mask)
+            for name in drop:
+                del features[name]
+            example = tf.train.Example(features=tf.train.Features(feature=features))
+            writer.write(example.SerializeToString())
+    if metadata:
+        (path.parent / "metadata.json").write_text(
+            json.dumps(
+                dict(
+                    max_seq_length=seq_length,
+                    max_predictions_per_seq=predictions,
+                    vocab_size=vocab_size,
+                    num_instances=count,
+                    masked=not unmasked,
+                    special_ids=dict(pad=0, unk=1, cls=2, sep=3, mask=4),
+                    settings=dict(masked_lm_prob=0.15, ngram=3),
+                    **({"sentence_task": sentence_task} if sentence_task else {}),
+                )
+            )
+        )
+    return path

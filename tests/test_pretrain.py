@@ -14,7 +14,6 @@ from albert_tf.errors import OutputError
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 from tests import helpers
-from tests.test_pretrain_data import write_pretraining_records
 
 # Vocabulary 1000 so the tokenizer fixture's spm.model fits.
 CONFIG = helpers.tiny_pretraining_config(vocab_size=1000)
@@ -25,8 +24,8 @@ def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("pretrain_data")
     (root / "train").mkdir()
     (root / "eval").mkdir()
-    write_pretraining_records(root / "train" / "a.tfrecord", 40, vocab_size=1000, seed=1)
-    write_pretraining_records(root / "eval" / "e.tfrecord", 12, vocab_size=1000, seed=2)
+    helpers.write_pretraining_records(root / "train" / "a.tfrecord", 40, vocab_size=1000, seed=1)
+    helpers.write_pretraining_records(root / "eval" / "e.tfrecord", 12, vocab_size=1000, seed=2)
     config = root / "albert_config.json"
     CONFIG.to_json_file(config)
     return {
@@ -153,16 +152,18 @@ def _bad_input_case(case, corpus, tmp_path, fixtures_dir):
     if case == "no_files":
         args[1] = str(tmp_path / "nothing-*.tfrecord")
     elif case == "missing_feature":
-        write_pretraining_records(tmp_path / "x.tfrecord", 2, vocab_size=1000, drop=("input_mask",))
+        helpers.write_pretraining_records(
+            tmp_path / "x.tfrecord", 2, vocab_size=1000, drop=("input_mask",)
+        )
         args[1] = str(tmp_path / "x.tfrecord")
     elif case == "seq_length":
-        write_pretraining_records(tmp_path / "x.tfrecord", 2, vocab_size=1000)
+        helpers.write_pretraining_records(tmp_path / "x.tfrecord", 2, vocab_size=1000)
         (tmp_path / "metadata.json").write_text(json.dumps({"max_seq_length": 24}))
         args[1] = str(tmp_path / "x.tfrecord")
     elif case == "sp_vocab":
         args[3] = "tiny"  # vocab 8000, but the data and spm.model have 1000
         args[1] = corpus["train"].replace("*.tfrecord", "a.tfrecord")
-        write_pretraining_records(tmp_path / "x.tfrecord", 2, vocab_size=8000)
+        helpers.write_pretraining_records(tmp_path / "x.tfrecord", 2, vocab_size=8000)
         args[1] = str(tmp_path / "x.tfrecord")
         args += ["--sp-model", str(fixtures_dir / "tokenizer" / "spm.model")]
     elif case == "init_checkpoint":

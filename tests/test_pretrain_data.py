@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from albert_tf.dtypes import cpu_supports_bfloat16, policy_name, resolve_dtype
 from albert_tf.errors import ConfigError, DataError
@@ -18,78 +17,10 @@ from tests import helpers
 TINY = helpers.tiny_pretraining_config(vocab_size=50)
 
 
-def write_pretraining_records(
-    path,
-    count,
-    seq_length=16,
-    predictions=4,
-    vocab_size=50,
-    seed=0,
-    drop=(),
-    metadata=True,
-    unmasked=False,
-):
-    """Writes `count` random but well-formed pretraining Examples (the original's features).
-
-    `drop` names features to leave out. With `metadata`, writes metadata.json beside the file
-    (max_seq_length, max_predictions_per_seq, vocab_size, num_instances). `unmasked` writes
-    `--no-mask` records (token_boundary instead of the masked_lm features).
-    """
-    rng = np.random.default_rng(seed)
-
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for _ in range(count):
-            length = int(rng.integers(seq_length // 2, seq_length + 1))
-            mask = (np.arange(seq_length) < length).astype(np.int64)
-            n = int(rng.integers(1, predictions + 1))
-            positions = np.zeros(predictions, np.int64)
-            positions[:n] = np.sort(rng.choice(np.arange(1, length), n, replace=False))
-            lm_ids = np.zeros(predictions, np.int64)
-            lm_ids[:n] = rng.integers(5, vocab_size, n)
-            weights = (np.arange(predictions) < n).astype(np.float32)
-            features = {
-                "input_ids": ints(rng.integers(5, vocab_size, seq_length) * mask),
-                "input_mask": ints(mask),
-                "segment_ids": ints((np.arange(seq_length) >= length // 2) * mask),
-                "masked_lm_positions": ints(positions),
-                "masked_lm_ids": ints(lm_ids),
-                "masked_lm_weights": tf.train.Feature(
-                    float_list=tf.train.FloatList(value=weights.tolist())
-                ),
-                "next_sentence_labels": ints([rng.integers(0, 2)]),
-            }
-            if unmasked:
-                for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
-                    del features[name]
-                features["token_boundary"] = ints(rng.integers(0, 2, seq_length) * mask)
-            for name in drop:
-                del features[name]
-            example = tf.train.Example(features=tf.train.Features(feature=features))
-            writer.write(example.SerializeToString())
-    if metadata:
-        (path.parent / "metadata.json").write_text(
-            json.dumps(
-                dict(
-                    max_seq_length=seq_length,
-                    max_predictions_per_seq=predictions,
-                    vocab_size=vocab_size,
-                    num_instances=count,
-                    masked=not unmasked,
-                    special_ids=dict(pad=0, unk=1, cls=2, sep=3, mask=4),
-                    settings=dict(masked_lm_prob=0.15, ngram=3),
-                )
-            )
-        )
-    return path
-
-
 @pytest.fixture
 def shards(tmp_path):
-    write_pretraining_records(tmp_path / "a.tfrecord", 24, seed=1)
-    write_pretraining_records(tmp_path / "b.tfrecord", 24, seed=2)
+    helpers.write_pretraining_records(tmp_path / "a.tfrecord", 24, seed=1)
+    helpers.write_pretraining_records(tmp_path / "b.tfrecord", 24, seed=2)
     return str(tmp_path / "*.tfrecord")
 
 
@@ -122,17 +53,17 @@ def test_inspect_data_reads_shapes_and_metadata(shards):
 def test_inspect_data_rejects_bad_input(tmp_path, case, message):
     path = tmp_path / "a.tfrecord"
     if case == "missing_feature":
-        write_pretraining_records(path, 3, drop=("masked_lm_weights",))
+        helpers.write_pretraining_records(path, 3, drop=("masked_lm_weights",))
     elif case == "metadata_seq":
-        write_pretraining_records(path, 3)
+        helpers.write_pretraining_records(path, 3)
         (tmp_path / "metadata.json").write_text(json.dumps({"max_seq_length": 32}))
     elif case == "shards_disagree":
-        write_pretraining_records(path, 3)
-        write_pretraining_records(tmp_path / "b.tfrecord", 3, predictions=5, metadata=False)
+        helpers.write_pretraining_records(path, 3)
+        helpers.write_pretraining_records(tmp_path / "b.tfrecord", 3, predictions=5, metadata=False)
     elif case == "vocab":
-        write_pretraining_records(path, 3, vocab_size=99)
+        helpers.write_pretraining_records(path, 3, vocab_size=99)
     elif case == "too_long":
-        write_pretraining_records(path, 3, seq_length=64)
+        helpers.write_pretraining_records(path, 3, seq_length=64)
     elif case == "garbage":
         path.write_bytes(b"not a tfrecord at all, definitely" * 3)
     with pytest.raises(DataError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -184,7 +115,7 @@ def test_replica_batches_reassemble_the_global_batch(shards, pipelines):
 
 
 def test_eval_dataset_pads_the_last_batch_with_zero_weight(tmp_path):
-    write_pretraining_records(tmp_path / "e.tfrecord", 20, seed=4)
+    helpers.write_pretraining_records(tmp_path / "e.tfrecord", 20, seed=4)
     spec = data_lib.inspect_data(str(tmp_path / "e.tfrecord"), TINY)
     batches = _numpy(data_lib.eval_dataset(spec, 8))
     assert [b["example_weight"].sum() for b in batches] == [8, 8, 4]
@@ -196,7 +127,7 @@ def test_eval_dataset_pads_the_last_batch_with_zero_weight(tmp_path):
 
 
 def test_unmasked_shards_are_masked_in_the_pipeline_reproducibly(tmp_path):
-    write_pretraining_records(tmp_path / "u.tfrecord", 24, seed=5, unmasked=True)
+    helpers.write_pretraining_records(tmp_path / "u.tfrecord", 24, seed=5, unmasked=True)
     spec = data_lib.inspect_data(str(tmp_path / "u.tfrecord"), TINY)
     assert spec.dynamic_masking["mask_id"] == 4 and spec.max_predictions_per_seq == 4
     first = _numpy(data_lib.train_dataset(spec, 8, seed=1).take(4))
@@ -243,7 +174,7 @@ def test_losses_match_the_original_and_add_up_across_replicas():
     whole = pretraining_sums(mlm_logits, sop_logits, batch)
     single = replica_loss(whole, whole["mlm_weight_sum"], whole["example_count"])
     np.testing.assert_allclose(single["mlm_loss"], expected_mlm, rtol=1e-6)
-    np.testing.assert_allclose(single["sop_loss"], expected_sop, rtol=1e-6)
+    np.testing.assert_allclose(single["sentence_loss"], expected_sop, rtol=1e-6)
     np.testing.assert_allclose(single["loss"], expected_mlm + expected_sop, rtol=1e-6)
 
     parts = [slice(0, 2), slice(2, 6)]  # uneven split: global denominators still make it exact
@@ -252,7 +183,7 @@ def test_losses_match_the_original_and_add_up_across_replicas():
         sub = {k: v[part] for k, v in batch.items()}
         sums = pretraining_sums(mlm_logits[part], sop_logits[part], sub)
         shares.append(replica_loss(sums, whole["mlm_weight_sum"], whole["example_count"]))
-    for key in ("mlm_loss", "sop_loss", "loss"):
+    for key in ("mlm_loss", "sentence_loss", "loss"):
         np.testing.assert_allclose(sum(float(s[key]) for s in shares), single[key], rtol=1e-6)
 
     metrics = metrics_from_sums({k: float(v) for k, v in whole.items()})

@@ -21,7 +21,6 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers
-from tests.test_pretrain_data import write_pretraining_records
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +91,7 @@ def _weights(output: Path, step: int = STEPS) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("distributed")
-    write_pretraining_records(root / "a.tfrecord", 48, vocab_size=60, seed=11)
+    helpers.write_pretraining_records(root / "a.tfrecord", 48, vocab_size=60, seed=11)
     config = root / "albert_config.json"
     config.write_text(json.dumps(CONFIG))
     (root / "dropout_config.json").write_text(json.dumps(CONFIG | DROPOUT))

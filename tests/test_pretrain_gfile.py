@@ -16,7 +16,6 @@ from albert_tf.pretraining.run_dir import prepare_output, read_config
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 from tests import helpers
-from tests.test_pretrain_data import write_pretraining_records
 
 gfile = tf.io.gfile
 # Vocabulary 1000 so the tokenizer fixture's spm.model fits.
@@ -41,8 +40,8 @@ def ram(tmp_path_factory, fixtures_dir):
     local = tmp_path_factory.mktemp("ram_corpus")
     (local / "train").mkdir()
     (local / "eval").mkdir()
-    write_pretraining_records(local / "train" / "a.tfrecord", 24, vocab_size=1000, seed=1)
-    write_pretraining_records(local / "eval" / "e.tfrecord", 8, vocab_size=1000, seed=2)
+    helpers.write_pretraining_records(local / "train" / "a.tfrecord", 24, vocab_size=1000, seed=1)
+    helpers.write_pretraining_records(local / "eval" / "e.tfrecord", 8, vocab_size=1000, seed=2)
     CONFIG.to_json_file(local / "albert_config.json")
     root = f"ram://pretrain-{uuid.uuid4().hex}"
     copies = {

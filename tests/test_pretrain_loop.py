@@ -21,7 +21,6 @@ from albert_tf.pretraining.loop import SUM_KEYS, TrainLoop
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import distribute, pretrain
 from tests import helpers
-from tests.test_pretrain_data import write_pretraining_records
 
 SEQ, PREDICTIONS = 16, 4
 
@@ -88,12 +87,16 @@ def _loop_losses(config, dtype, accum, jit, steps=2, batch=8):
         )
         rows = loop.run(iter(stream), steps)
     sums = {k: rows[:, i] for i, k in enumerate(SUM_KEYS)}
-    return sums["mlm_ce_sum"] / sums["mlm_weight_sum"] + sums["sop_ce_sum"] / sums["example_count"]
+    return (
+        sums["mlm_ce_sum"] / sums["mlm_weight_sum"]
+        + sums["sentence_ce_sum"] / sums["example_count"]
+    )
 
 
 def _loss(sums) -> float:
     return float(
-        sums["mlm_ce_sum"] / sums["mlm_weight_sum"] + sums["sop_ce_sum"] / sums["example_count"]
+        sums["mlm_ce_sum"] / sums["mlm_weight_sum"]
+        + sums["sentence_ce_sum"] / sums["example_count"]
     )
 
 
@@ -115,7 +118,7 @@ def _gradient_step(config, dtype, accum, jit):
         batch = next(iter(data_lib.synthetic_dataset(100, SEQ, PREDICTIONS, 8, seed=2)))
         step = tf.function(loop._accumulated_gradients, jit_compile=jit)
         grads, sums = step(batch, tf.constant(32.0), tf.constant(8.0), fold_seed(1, 2))
-    loss = sums["mlm_ce_sum"] / 32.0 + sums["sop_ce_sum"] / 8.0
+    loss = sums["mlm_ce_sum"] / 32.0 + sums["sentence_ce_sum"] / 8.0
     return float(loss), [g.numpy() for g in grads]
 
 
@@ -163,7 +166,7 @@ def test_accumulated_micro_batches_equal_one_batch():
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
     root = tmp_path_factory.mktemp("loop_data")
-    write_pretraining_records(root / "a.tfrecord", 32, vocab_size=100, seed=3)
+    helpers.write_pretraining_records(root / "a.tfrecord", 32, vocab_size=100, seed=3)
     return str(root / "a.tfrecord")
 
 

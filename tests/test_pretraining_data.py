@@ -20,6 +20,7 @@ from preprocess.pretraining_data.records import (
     feature_lengths,
     frame_records,
 )
+from tests import helpers
 
 MASK_ID = 4
 GOLDEN_TEXT = """The quick brown fox jumps over the lazy dog. It was not amused.
@@ -29,21 +30,6 @@ A second document starts here. It has three sentences. This is the last one.
 
 Numbers like 1,000 and 3.14 appear in text. Whole words are masked together!
 """
-
-
-def read_records(output_dir: Path) -> dict[str, np.ndarray]:
-    """All records of an output dir (shards in name order) as arrays [N, length]."""
-    import tensorflow as tf
-
-    meta = json.loads((output_dir / "metadata.json").read_text())
-    spec = {
-        name: tf.io.FixedLenFeature([length], tf.float32 if kind == "float" else tf.int64)
-        for name, (kind, length) in meta["features"].items()
-    }
-    files = sorted(str(p) for p in output_dir.glob("*.tfrecord"))
-    dataset = tf.data.TFRecordDataset(files).batch(100_000)
-    batches = [tf.io.parse_example(b, spec) for b in dataset]
-    return {k: np.concatenate([b[k].numpy() for b in batches]) for k in spec}
 
 
 def pydoc_topics() -> list[str]:
@@ -207,7 +193,7 @@ def test_golden_output_for_a_fixed_seed(tmp_path, spm_model):
         seed=7,
         progress=False,
     )
-    records = read_records(out)
+    records = helpers.read_pretraining_records(out)
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["num_instances"] == stats["num_instances"] == len(records["input_ids"])
     assert (meta["max_seq_length"], meta["max_predictions_per_seq"], meta["vocab_size"]) == (
@@ -286,7 +272,7 @@ def test_statistics_on_10k_instances(tmp_path, spm_model):
         seed=1,
         progress=False,
     )
-    records = read_records(out)
+    records = helpers.read_pretraining_records(out)
     count = len(records["input_ids"])
     assert count == stats["num_instances"] >= 10_000
     assert sum(stats["shard_instances"]) == count and min(stats["shard_instances"]) > 0.3 * count
@@ -371,7 +357,7 @@ def test_cli_writes_data(tmp_path, spm_model, capsys):
     )
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["num_instances"] == len(read_records(out)["input_ids"]) > 0
+    assert summary["num_instances"] == len(helpers.read_pretraining_records(out)["input_ids"]) > 0
 
 
 @pytest.mark.parametrize(

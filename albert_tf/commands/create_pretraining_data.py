@@ -1,4 +1,4 @@
-"""`albert-tf create-pretraining-data`: text corpus -> sharded n-gram MLM + SOP TFRecords."""
+"""`albert-tf create-pretraining-data`: text corpus -> sharded n-gram MLM + SOP/NSP TFRecords."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import argparse
 import json
 import os
 
-HELP = "Create n-gram masked-LM + sentence-order pretraining TFRecords from text files."
+from albert_tf.pretraining.settings import SENTENCE_TASKS
+
+HELP = "Create n-gram masked-LM + sentence-order (or next-sentence) pretraining TFRecords."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--short-seq-prob", type=float, default=0.1)
     parser.add_argument("--ngram", type=int, default=3, help="longest masked n-gram (words)")
+    parser.add_argument(
+        "--sentence-task",
+        choices=SENTENCE_TASKS,
+        default="sop",
+        help="sop: ALBERT's sentence order (default); nsp: BERT's next sentence (B is random "
+        "text from another document half the time); none: one segment, masked LM only",
+    )
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--num-shards", type=int, default=1, help="output files (default 1)")
     parser.add_argument(
@@ -70,8 +79,11 @@ def run(args: argparse.Namespace) -> int:
         mask=not args.no_mask,
         shuffle_buffer=args.shuffle_buffer,
         progress=not args.quiet,
+        sentence_task=args.sentence_task,
     )
-    summary = {k: stats[k] for k in ("num_documents", "num_instances", "masked_fraction")}
+    keys = ["num_documents", "num_instances", "masked_fraction", "sentence_task"]
+    keys += [k for k in ("sop_swapped_fraction", "nsp_random_next_fraction") if k in stats]
+    summary = {k: stats[k] for k in keys}
     summary["mb_per_second"] = round(stats["mb_per_second"], 3)
     summary["output"] = args.output
     print(json.dumps(summary))

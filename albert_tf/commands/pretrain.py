@@ -15,7 +15,7 @@ from albert_tf.pretraining.settings import (
     PretrainSettings,
 )
 
-HELP = "Pretrain (or resume pretraining) an ALBERT on TFRecord shards (MLM + SOP, LAMB)."
+HELP = "Pretrain (or resume pretraining) an ALBERT on TFRecord shards (MLM + SOP/NSP, LAMB)."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,9 +84,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{status}: step {result.step}, {result.seconds:.0f} s, dtype {result.dtype}")
     if result.eval_history:
         final = result.eval_history[-1]
-        print(
-            f"held-out: mlm_accuracy {final['mlm_accuracy']:.4f}, "
-            f"sop_accuracy {final['sop_accuracy']:.4f}, loss {final['loss']:.4f}"
-        )
+        accuracies = [f"{k} {v:.4f}" for k, v in final.items() if k.endswith("_accuracy")]
+        print(f"held-out: {', '.join(accuracies)}, loss {final['loss']:.4f}")
     print(f"checkpoints: {result.output_dir}")
     return 0

@@ -6,6 +6,8 @@ JSON written beside them by create-pretraining-data) before anything else happen
 file fails with one DataError instead of deep inside a tf.data op. Shards written unmasked
 (`create-pretraining-data --no-mask`, metadata "masked": false) are masked in the pipeline by
 `preprocess.pretraining_data.dynamic_masking`, with new masks every epoch (RoBERTa-style).
+The metadata's "sentence_task" says what `next_sentence_labels` hold: SOP labels ("sop", and
+data without the key), BERT's NSP labels ("nsp"), or nothing ("none", single-segment data).
 
 The training stream is deterministic for a given seed: files in sorted order through a seeded
 shuffle buffer, reshuffled each epoch, repeated forever (with a buffer at least as large as
@@ -25,6 +27,7 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import DataError
 from albert_tf.io_utils import gfile_errors, join, parent
+from albert_tf.pretraining.settings import SENTENCE_TASKS
 
 # Feature name -> (dtype, length key): "seq" features have max_seq_length values, "pred" ones
 # max_predictions_per_seq, "one" a single value.
@@ -63,6 +66,7 @@ class DataSpec:
     # For unmasked shards: keyword arguments of dynamic_masking.dynamic_mask (masks are drawn
     # in the pipeline, new ones every epoch); None for masked shards.
     dynamic_masking: dict | None = None
+    sentence_task: str = "sop"  # what next_sentence_labels hold (see SENTENCE_TASKS)
 
 
 def list_files(patterns: str | list[str]) -> list[str]:
@@ -135,7 +139,8 @@ def inspect_data(patterns: str | list[str], config: AlbertConfig) -> DataSpec:
 
     Checks: some file matches; every file's first record has all FEATURES with consistent
     lengths; all files agree; the metadata JSON (if any) agrees with the records and with
-    `config.vocab_size`; max_seq_length <= config.max_position_embeddings.
+    `config.vocab_size` and names a known sentence task (none named: "sop");
+    max_seq_length <= config.max_position_embeddings.
     """
     files = list_files(patterns)
     metadata = find_metadata(files) or {}
@@ -167,6 +172,12 @@ def inspect_data(patterns: str | list[str], config: AlbertConfig) -> DataSpec:
             f"the data has max_seq_length {seq_length} but the config has only "
             f"{config.max_position_embeddings} position embeddings"
         )
+    sentence_task = metadata.get("sentence_task", "sop")
+    if sentence_task not in SENTENCE_TASKS:
+        raise DataError(
+            f"the data's metadata has sentence_task {sentence_task!r}; expected one of "
+            + ", ".join(SENTENCE_TASKS)
+        )
     num_instances = metadata.get("num_instances")
     return DataSpec(
         files=tuple(files),
@@ -174,6 +185,7 @@ def inspect_data(patterns: str | list[str], config: AlbertConfig) -> DataSpec:
         max_predictions_per_seq=predictions,
         num_instances=int(num_instances) if num_instances is not None else None,
         dynamic_masking=dynamic_masking,
+        sentence_task=sentence_task,
     )
 
 

@@ -27,6 +27,8 @@ same masks as the uninterrupted one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
@@ -39,8 +41,8 @@ SUM_KEYS = (
     "mlm_ce_sum",
     "mlm_weight_sum",
     "mlm_correct_sum",
-    "sop_ce_sum",
-    "sop_correct_sum",
+    "sentence_ce_sum",
+    "sentence_correct_sum",
     "example_count",
 )
 
@@ -49,7 +51,10 @@ class TrainLoop:
     """The model, optimizer, step counter and compiled loop functions under one strategy.
 
     Build it inside `keras_policy(dtype)`. `optimizer_args` are build_optimizer's
-    (learning_rate, train_steps, warmup_steps).
+    (learning_rate, train_steps, warmup_steps). `sentence_task` is the training data's
+    ("sop", "nsp" or "none"); with "none" the loss is the MLM loss alone, and the variables it
+    does not reach (the sentence head, the encoder's pooler) are left out of training: no
+    update, no weight decay, no optimizer slots.
     """
 
     def __init__(
@@ -65,6 +70,7 @@ class TrainLoop:
         grad_accum_steps: int = 1,
         jit_compile: bool = False,
         seed: int = 0,
+        sentence_task: str = "sop",
     ) -> None:
         from albert_tf.models import AlbertPretrainingModel
 
@@ -73,9 +79,21 @@ class TrainLoop:
         self.steps_per_loop = steps_per_loop
         self.grad_accum_steps = grad_accum_steps
         self.seed = seed
+        self.sentence_task = sentence_task
         with strategy.scope():
             self.model = AlbertPretrainingModel(config)
-            self.model(dummy_inputs(max_seq_length, max_predictions_per_seq), training=False)
+            dummy = dummy_inputs(max_seq_length, max_predictions_per_seq)
+            self.model(dummy, training=False)
+            self.trained_variables = list(self.model.trainable_variables)
+            if sentence_task == "none":
+                # Train what the MLM loss reaches: not the sentence head, nor the pooler that
+                # feeds only that head.
+                with tf.GradientTape() as tape:
+                    mlm_logits = self.model(dummy, training=False)["mlm_logits"]
+                reached = tape.gradient(mlm_logits, self.trained_variables)
+                self.trained_variables = [
+                    v for v, g in zip(self.trained_variables, reached, strict=True) if g is not None
+                ]
             self.optimizer = build_optimizer(*optimizer_args, dtype=dtype)
             self.step = tf.Variable(
                 0,
@@ -112,11 +130,11 @@ class TrainLoop:
     # === The replica step ===
 
     def _micro_gradients(self, batch, global_weight, global_count, seed):
-        variables = self.model.trainable_variables
+        variables = self.trained_variables
         with tf.GradientTape() as tape, seeded_dropout(seed):
             outputs = self.model(model_inputs(batch), training=True)
             sums = pretraining_sums(outputs["mlm_logits"], outputs["sop_logits"], batch)
-            loss = replica_loss(sums, global_weight, global_count)["loss"]
+            loss = replica_loss(sums, global_weight, global_count, self.sentence_task)["loss"]
             if self.dtype == "float16":
                 loss = self.optimizer.get_scaled_loss(loss)
         # Dense gradients: the token-type gather's IndexedSlices repeat each row B*S times, and
@@ -135,7 +153,7 @@ class TrainLoop:
             lambda t: tf.reshape(t, [accum, -1, *t.shape[1:]]),
             batch,  # [K, B/K, ...]
         )
-        variables = self.model.trainable_variables
+        variables = self.trained_variables
 
         def body(i, grads, sums):
             micro = tf.nest.map_structure(lambda t: t[i], micro_batches)
@@ -166,7 +184,7 @@ class TrainLoop:
         grads, sums = self._gradients(batch, global_weight, global_count, seed)
         if self.dtype == "float16":
             grads = self.optimizer.get_unscaled_gradients(grads)
-        variables = self.model.trainable_variables
+        variables = self.trained_variables
         self.optimizer.apply_gradients(zip(grads, variables, strict=True))
         row = tf.stack([sums[k] for k in SUM_KEYS])[tf.newaxis]  # [1, len(SUM_KEYS)]
         self.sums.assign_add(tf.scatter_nd([[index]], row, self.sums.shape))
@@ -201,12 +219,17 @@ class TrainLoop:
             for k, v in per_replica.items()
         }
 
-    def evaluate_sums(self, dataset) -> dict[str, float]:
-        """Globally summed pretraining_sums over one pass of a distributed eval dataset."""
+    def evaluate_sums(
+        self, dataset, on_batch: Callable[[], None] | None = None
+    ) -> dict[str, float]:
+        """Globally summed pretraining_sums over one pass of a distributed eval dataset;
+        `on_batch` is called after each global batch (progress)."""
         totals: dict[str, float] = {}
         for batch in dataset:
             for k, v in self._eval_step(batch).items():
                 totals[k] = totals.get(k, 0.0) + float(v)
+            if on_batch is not None:
+                on_batch()
         return totals
 
     @tf.function

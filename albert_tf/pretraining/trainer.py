@@ -1,5 +1,11 @@
 """`pretrain`: ALBERT's MLM + SOP pretraining as a tf.distribute custom training loop.
 
+The sentence task comes from the training data's metadata (create-pretraining-data
+--sentence-task; data without one is SOP): the loss is MLM + SOP, MLM + NSP (BERT's labels, the
+same head and loss), or MLM alone ("none": the sentence head, and the pooler that feeds it, are
+not trained). Metrics are named by task (sop_loss/sop_accuracy or nsp_loss/nsp_accuracy, none
+for "none"); evaluation data is named by its own task.
+
 The output directory is a checkpoint directory (albert_config.json, `ckpt-N` written by a
 tf.train.CheckpointManager with root children encoder, mlm, sop, optimizer, step, and spm.model
 when known) plus `pretrain_run.json` (the run's PretrainSettings; a resume must share those that
@@ -60,6 +66,7 @@ class PretrainResult:
     step: int
     stopped_early: bool  # True when --minutes ran out before train_steps
     dtype: str
+    sentence_task: str = "sop"  # the training data's: "sop", "nsp" or "none" (MLM alone)
     train_history: list[dict] = dataclasses.field(default_factory=list)  # one per log point
     eval_history: list[dict] = dataclasses.field(default_factory=list)  # incl. start and end
     seconds: float = 0.0
@@ -128,6 +135,7 @@ def pretrain(
     record = settings.record() | {
         "max_seq_length": spec.max_seq_length,
         "max_predictions_per_seq": spec.max_predictions_per_seq,
+        "sentence_task": spec.sentence_task,
     }
     output = path_str(settings.output)
     if chief:
@@ -161,6 +169,7 @@ def pretrain(
                 grad_accum_steps=settings.grad_accum_steps,
                 jit_compile=use_xla,
                 seed=settings.seed,
+                sentence_task=spec.sentence_task,
             )
             manager = tf.train.CheckpointManager(
                 loop.checkpoint, checkpoint_dir, max_to_keep=settings.keep
@@ -231,7 +240,8 @@ class _HostLoop:
         self.manager = manager
         self.spec = spec
         self.log = log
-        self.result = PretrainResult(output, 0, False, loop.dtype)
+        self.result = PretrainResult(output, 0, False, loop.dtype, spec.sentence_task)
+        self.eval_task = eval_spec.sentence_task if eval_spec is not None else None
         self.result.steps_per_loop = loop.steps_per_loop
         noop = tf.summary.create_noop_writer()
         self.train_writer = (
@@ -259,14 +269,12 @@ class _HostLoop:
         if self.eval_set is None:
             return
         begin = time.monotonic()
-        metrics = metrics_from_sums(self.loop.evaluate_sums(self.eval_set))
+        metrics = metrics_from_sums(self.loop.evaluate_sums(self.eval_set), self.eval_task)
         self.eval_seconds = time.monotonic() - begin
         _write_scalars(self.eval_writer, metrics, at_step)
         self.result.eval_history.append({"step": at_step, **metrics})
-        self.log(
-            f"eval step {at_step}: mlm_accuracy={metrics['mlm_accuracy']:.4f} "
-            f"sop_accuracy={metrics['sop_accuracy']:.4f} loss={metrics['loss']:.4f}"
-        )
+        accuracies = " ".join(f"{k}={v:.4f}" for k, v in metrics.items() if k.endswith("accuracy"))
+        self.log(f"eval step {at_step}: {accuracies} loss={metrics['loss']:.4f}")
 
     def save(self, step: int) -> None:
         begin = time.monotonic()
@@ -292,7 +300,9 @@ class _HostLoop:
         return bool(self.loop.any_worker(tf.constant(late)))
 
     def write_log(self, step: int, totals: np.ndarray, steps: int, seconds: float) -> None:
-        metrics = metrics_from_sums(dict(zip(SUM_KEYS, totals.tolist(), strict=True)))
+        metrics = metrics_from_sums(
+            dict(zip(SUM_KEYS, totals.tolist(), strict=True)), self.result.sentence_task
+        )
         metrics["learning_rate"] = self.loop.learning_rate(step - 1)
         seconds = max(seconds, 1e-9)
         metrics["examples_per_second"] = steps * self.settings.batch_size / seconds

@@ -2,7 +2,9 @@
 
 Every random choice for document `d` in duplication round `k` comes from
 `numpy.random.default_rng([seed, k, d])`, so an instance depends only on the settings, the
-document and its index in the corpus, never on which process made it.
+document and its index in the corpus, never on which process made it. NSP's random next text
+comes from another document of the same batch (see `instances.create_nsp_pairs`); batches are
+composed independently of the number of workers (`pipeline._batches`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from preprocess.pretraining_data.documents import split_sentences
-from preprocess.pretraining_data.instances import SentencePair, create_sentence_pairs
+from preprocess.pretraining_data.instances import (
+    SentencePair,
+    create_nsp_pairs,
+    create_sentence_pairs,
+    create_single_segments,
+)
 from preprocess.pretraining_data.masking import NgramMasker
 from preprocess.pretraining_data.records import (
     FLOAT_ONE,
@@ -39,6 +46,7 @@ class Settings:
     seed: int
     num_shards: int
     mask: bool
+    sentence_task: str = "sop"  # one of settings.SENTENCE_TASKS
 
 
 @dataclass
@@ -50,7 +58,8 @@ class Counters:
     num_tokens: int = 0
     num_instances: int = 0
     instance_tokens: int = 0
-    sop_swapped: int = 0
+    label_ones: int = 0  # instances with next_sentence_labels 1 (SOP swapped, NSP random next)
+    no_other_document: int = 0  # NSP chunks given their true continuation: no other document
     masked_tokens: int = 0
     mask_kinds: list[int] = field(default_factory=lambda: [0, 0, 0])  # [MASK], random, kept
     ngram_counts: list[int] = field(default_factory=list)
@@ -59,7 +68,8 @@ class Counters:
         for name in ("num_documents", "num_sentences", "num_tokens", "num_instances"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.instance_tokens += other.instance_tokens
-        self.sop_swapped += other.sop_swapped
+        self.label_ones += other.label_ones
+        self.no_other_document += other.no_other_document
         self.masked_tokens += other.masked_tokens
         self.mask_kinds = [a + b for a, b in zip(self.mask_kinds, other.mask_kinds, strict=True)]
         longest = max(len(self.ngram_counts), len(other.ngram_counts))
@@ -108,40 +118,75 @@ class DocumentProcessor:
         shards: list[int] = []
         examples: list[bytes] = []
         counters = Counters(ngram_counts=[0] * (s.ngram + 1))
-        for index, lines in documents:
-            sentences = self.tokenize(lines)
+        tokenized = [(index, self.tokenize(lines)) for index, lines in documents]
+        nonempty = [sentences for _, sentences in tokenized if sentences]  # NSP's candidates
+        own = -1  # the document's index in `nonempty`
+        for index, sentences in tokenized:
+            own += bool(sentences)
             counters.num_documents += 1
             counters.num_sentences += len(sentences)
             counters.num_tokens += sum(len(x) for x in sentences)
             for k in range(s.dupe_factor):
                 rng = np.random.default_rng([s.seed, k, index])
-                pairs = create_sentence_pairs(sentences, s.max_seq_length, s.short_seq_prob, rng)
+                pairs = self._instances(sentences, nonempty, own, rng, counters)
                 examples += [self._example(pair, rng, counters) for pair in pairs]
                 shards += rng.integers(s.num_shards, size=len(pairs)).tolist()
         return list(zip(shards, frame_records(examples), strict=True)), counters
 
+    def _instances(
+        self,
+        sentences: list[np.ndarray],
+        nonempty: list[list[np.ndarray]],
+        own: int,
+        rng: np.random.Generator,
+        counters: Counters,
+    ) -> list[SentencePair]:
+        """The unmasked instances of one document (`nonempty[own]` if it has sentences) for the
+        settings' sentence task; NSP draws its random next text from the other `nonempty`."""
+        s = self.settings
+        if s.sentence_task == "sop":
+            return create_sentence_pairs(sentences, s.max_seq_length, s.short_seq_prob, rng)
+        if s.sentence_task == "none":
+            return create_single_segments(sentences, s.max_seq_length, s.short_seq_prob, rng)
+        if not sentences:
+            return []
+        pairs, no_other = create_nsp_pairs(nonempty, own, s.max_seq_length, s.short_seq_prob, rng)
+        counters.no_other_document += no_other
+        return pairs
+
     def _example(self, pair: SentencePair, rng: np.random.Generator, counters: Counters) -> bytes:
-        """One `[CLS] A [SEP] B [SEP]` instance, masked (unless `mask=False`), serialized."""
+        """One `[CLS] A [SEP] B [SEP]` instance (`[CLS] A [SEP]` without B), masked (unless
+        `mask=False`), serialized."""
         s, tok = self.settings, self.tokenizer
-        len_a, len_b = len(pair.tokens_a), len(pair.tokens_b)
-        length = len_a + len_b + 3
+        len_a = len(pair.tokens_a)
+        if pair.tokens_b is None:
+            length = len_a + 2
+            tokens = np.concatenate(([tok.cls_id], pair.tokens_a, [tok.sep_id])).astype(np.int32)
+            maskable = np.arange(1, len_a + 1)
+            segment_ids = runs((0, s.max_seq_length))
+            segment_starts = [1]
+        else:
+            len_b = len(pair.tokens_b)
+            length = len_a + len_b + 3
+            tokens = np.concatenate(
+                ([tok.cls_id], pair.tokens_a, [tok.sep_id], pair.tokens_b, [tok.sep_id])
+            ).astype(np.int32)
+            maskable = np.concatenate([np.arange(1, len_a + 1), np.arange(len_a + 2, length - 1)])
+            segment_ids = runs((0, len_a + 2), (1, len_b + 1), (0, s.max_seq_length - length))
+            segment_starts = [1, len_a + 2]
         pad = s.max_seq_length - length
-        tokens = np.concatenate(
-            ([tok.cls_id], pair.tokens_a, [tok.sep_id], pair.tokens_b, [tok.sep_id])
-        ).astype(np.int32)
-        maskable = np.concatenate([np.arange(1, len_a + 1), np.arange(len_a + 2, length - 1)])
         counters.num_instances += 1
         counters.instance_tokens += length
-        counters.sop_swapped += pair.label
+        counters.label_ones += pair.label
         features = {
             "input_ids": None,
             "input_mask": ("int64", runs((1, length), (0, pad))),
-            "segment_ids": ("int64", runs((0, len_a + 2), (1, len_b + 1), (0, pad))),
+            "segment_ids": ("int64", segment_ids),
         }
         if not s.mask:
             boundary = np.zeros(length, np.int64)
             boundary[maskable] = self.word_start[tokens[maskable]]
-            boundary[[1, len_a + 2]] = 1  # a segment starts a word
+            boundary[segment_starts] = 1  # a segment starts a word
             features["input_ids"] = ("int64", varints(tokens, pad))
             features["token_boundary"] = ("int64", varints(boundary, pad))
             features["next_sentence_labels"] = ("int64", varints([pair.label]))

@@ -1,9 +1,11 @@
-"""`create_pretraining_data`: corpus -> sharded TFRecords of n-gram MLM + SOP instances.
+"""`create_pretraining_data`: corpus -> sharded TFRecords of n-gram MLM + SOP (or NSP) instances.
 
 Streaming with bounded memory: the main process reads documents one at a time and sends batches
-of about `BATCH_BYTES` of text to worker processes; at most `2 * num_workers` batches are in
-flight, and results come back in corpus order, so the output is the same for any number of
-workers. Memory is bounded by those batches, the shuffle buffer and the largest document (a
+of about `BATCH_BYTES` of text, and at least two documents, to worker processes; at most
+`2 * num_workers` batches are in flight, and results come back in corpus order. A batch's
+composition depends only on the corpus, so the output is the same for any number of workers
+(NSP takes its random next text from another document of the same batch, see `_batches`).
+Memory is bounded by those batches, the shuffle buffer and the two largest documents (a
 document is held whole: a file without blank lines is one document).
 
 Shuffling. The original holds every instance in memory and shuffles them all; that does not
@@ -31,6 +33,7 @@ from typing import Any
 
 from albert_tf.errors import DataError
 from albert_tf.io_utils import atomic_dir, check_output_path
+from albert_tf.pretraining.settings import SENTENCE_TASKS
 from preprocess.pretraining_data.documents import input_size, iter_documents, resolve_inputs
 from preprocess.pretraining_data.generate import (
     Counters,
@@ -52,20 +55,34 @@ def shard_name(index: int, num_shards: int) -> str:
 
 
 def _batches(documents: Iterable[tuple[list[str], int]]) -> Iterator[tuple[list, int]]:
-    """Groups `(lines, bytes)` documents into `([(index, lines), ...], bytes)` batches of about
-    `BATCH_BYTES` of text; indices count non-empty documents from 0 in corpus order."""
+    """Groups `(lines, bytes)` documents into `([(index, lines), ...], bytes)` batches; indices
+    count non-empty documents from 0 in corpus order.
+
+    A batch closes once it holds `BATCH_BYTES` of text and at least two documents, and a last
+    batch of a single document joins the batch before it, so every batch but that of a
+    one-document corpus offers NSP another document to draw random next text from. (A batch
+    is held back until the next one closes, to know whether it is the last.)
+    """
     batch: list[tuple[int, list[str]]] = []
     size = num_bytes = 0
     index = 0
+    held: tuple[list, int] | None = None
     for lines, consumed in documents:
         num_bytes += consumed
         if lines:
             batch.append((index, lines))
             index += 1
             size += sum(len(line) for line in lines)
-        if size >= BATCH_BYTES:
-            yield batch, num_bytes
+        if size >= BATCH_BYTES and len(batch) >= 2:
+            if held is not None:
+                yield held
+            held = (batch, num_bytes)
             batch, size, num_bytes = [], 0, 0
+    if held is not None and len(batch) < 2:
+        held = (held[0] + batch, held[1] + num_bytes)
+        batch, num_bytes = [], 0
+    if held is not None:
+        yield held
     if batch or num_bytes:
         yield batch, num_bytes
 
@@ -174,6 +191,10 @@ def _validate(settings: Settings, num_workers: int, shuffle_buffer: int) -> None
         (num_workers >= 1, "num_workers must be at least 1"),
         (shuffle_buffer >= 1, "shuffle_buffer must be at least 1"),
         (settings.seed >= 0, "seed must be non-negative"),
+        (
+            settings.sentence_task in SENTENCE_TASKS,
+            f"sentence_task must be one of {', '.join(SENTENCE_TASKS)}",
+        ),
     ]
     for ok, message in checks:
         if not ok:
@@ -198,15 +219,18 @@ def create_pretraining_data(
     mask: bool = True,
     shuffle_buffer: int = 10000,
     progress: bool = True,
+    sentence_task: str = "sop",
 ) -> dict[str, Any]:
-    """Writes n-gram MLM + SOP pretraining instances as sharded TFRecords.
+    """Writes n-gram MLM + SOP (or NSP, or no sentence task) pretraining instances as sharded
+    TFRecords.
 
     Output (created atomically): `output_dir/data-NNNNN-of-NNNNN.tfrecord` holding
     `tf.train.Example`s with the features of `records.feature_lengths` (int64 `input_ids`,
     `input_mask`, `segment_ids` [max_seq_length]; int64 `masked_lm_positions`, `masked_lm_ids`
     and float `masked_lm_weights` [max_predictions_per_seq], padded with 0 / 0.0; int64
-    `next_sentence_labels` [1], 1 = segments swapped), and `metadata.json` (sizes, vocab size,
-    instance counts, SentencePiece checksum, settings, statistics) for training to validate.
+    `next_sentence_labels` [1], 1 = swapped or random next, see `sentence_task`), and
+    `metadata.json` (sizes, vocab size, instance counts, `sentence_task`, SentencePiece checksum,
+    settings, statistics) for training to validate.
     With `mask=False` the records hold unmasked `input_ids` and `token_boundary` instead, for
     `preprocess.pretraining_data.dynamic_masking`.
 
@@ -217,6 +241,10 @@ def create_pretraining_data(
       dupe_factor: how many times each document is used, with different masks and pairs.
       num_shards: number of output files; num_workers: tokenizing/masking processes.
       shuffle_buffer: records held for shuffling, shared among the shards.
+      sentence_task: "sop" (ALBERT's sentence order, `[CLS] A [SEP] B [SEP]`, label 1 =
+        swapped), "nsp" (BERT's next sentence, label 1 = B is random text from another
+        document; see instances.create_nsp_pairs) or "none" (`[CLS] A [SEP]` of up to
+        max_seq_length - 2 tokens, segment_ids all 0, label always 0: MLM alone).
       Others as the original create_pretraining_data.py.
 
     Returns the statistics dict also stored under "statistics" in metadata.json.
@@ -239,6 +267,7 @@ def create_pretraining_data(
         seed=seed,
         num_shards=num_shards,
         mask=mask,
+        sentence_task=sentence_task,
     )
     _validate(settings, num_workers, shuffle_buffer)
     check_output_path(output_dir, overwrite)
@@ -268,7 +297,9 @@ def create_pretraining_data(
                 "least 2 tokens"
             )
         seconds = time.perf_counter() - start
-        stats = _statistics(totals, files, total_bytes, seconds, [s.count for s in shards])
+        stats = _statistics(
+            totals, sentence_task, files, total_bytes, seconds, [s.count for s in shards]
+        )
         metadata = {
             "format": FORMAT,
             "max_seq_length": max_seq_length,
@@ -276,6 +307,7 @@ def create_pretraining_data(
             "vocab_size": tokenizer.vocab_size,
             "num_instances": totals.num_instances,
             "masked": mask,
+            "sentence_task": sentence_task,
             "features": {
                 k: list(v)
                 for k, v in feature_lengths(max_seq_length, max_predictions_per_seq, mask).items()
@@ -303,8 +335,28 @@ def create_pretraining_data(
     return stats
 
 
+def _label_statistics(totals: Counters, sentence_task: str) -> dict[str, Any]:
+    """The sentence labels' balance, named by task: how many instances have label 1."""
+    fraction = totals.label_ones / max(1, totals.num_instances)
+    if sentence_task == "sop":
+        return {"sop_swapped": totals.label_ones, "sop_swapped_fraction": fraction}
+    if sentence_task == "nsp":
+        return {
+            "nsp_random_next": totals.label_ones,
+            "nsp_random_next_fraction": fraction,
+            # chunks whose batch had no other document: they got their true continuation
+            "nsp_no_other_document": totals.no_other_document,
+        }
+    return {}
+
+
 def _statistics(
-    totals: Counters, files: list[Path], total_bytes: int, seconds: float, shard_counts: list[int]
+    totals: Counters,
+    sentence_task: str,
+    files: list[Path],
+    total_bytes: int,
+    seconds: float,
+    shard_counts: list[int],
 ) -> dict[str, Any]:
     ngrams = totals.ngram_counts[1:]
     masked = max(1, totals.masked_tokens)
@@ -316,7 +368,8 @@ def _statistics(
         "num_tokens": totals.num_tokens,
         "num_instances": totals.num_instances,
         "shard_instances": shard_counts,
-        "sop_swapped_fraction": totals.sop_swapped / max(1, totals.num_instances),
+        "sentence_task": sentence_task,
+        **_label_statistics(totals, sentence_task),
         "mean_instance_tokens": totals.instance_tokens / max(1, totals.num_instances),
         "masked_tokens": totals.masked_tokens,
         "masked_fraction": totals.masked_tokens / max(1, totals.instance_tokens),

@@ -1,0 +1,57 @@
+"""`albert-tf evaluate`: MLM and sentence-task loss and accuracy of a checkpoint on prepared data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from albert_tf.pretraining.settings import DTYPE_CHOICES
+
+HELP = "Evaluate a checkpoint's masked-LM and sentence-task heads on pretraining TFRecords."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="checkpoint directory (pretrain or convert output; its latest checkpoint) or a "
+        "ckpt-N prefix in one",
+    )
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="glob(s) of create-pretraining-data TFRecords, comma-separated; their "
+        "metadata.json names the sentence task (sop, nsp or none)",
+    )
+    parser.add_argument("--json", help="also write the result to this JSON file (atomically)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json")
+    parser.add_argument("--batch-size", type=int, default=32, help="evaluation batch (default 32)")
+    parser.add_argument("--max-examples", type=int, help="evaluate the first N examples only")
+    parser.add_argument("--dtype", default="float32", choices=DTYPE_CHOICES)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from albert_tf.errors import OutputError
+    from albert_tf.io_utils import atomic_file, check_can_create, check_output_path
+    from albert_tf.pretraining.evaluate import evaluate
+
+    if args.json:  # before the evaluation, not after
+        check_output_path(args.json, args.overwrite)
+        if check_can_create(args.json).is_dir():
+            raise OutputError(f"--json {args.json} is a directory")
+    result = evaluate(
+        args.checkpoint,
+        args.data,
+        batch_size=args.batch_size,
+        max_examples=args.max_examples,
+        dtype=args.dtype,
+        progress=not args.quiet and sys.stderr.isatty(),
+    )
+    line = json.dumps(result)
+    print(line)
+    if args.json:
+        with atomic_file(args.json, overwrite=args.overwrite) as tmp:
+            tmp.write_text(line + "\n", encoding="utf-8")
+    return 0
