@@ -92,6 +92,11 @@ class Budget:
     finetune_max_steps: int | None = None
     seed: int = 12345
 
+    @property
+    def task_title(self) -> str:
+        """The downstream task's name in tables and plots."""
+        return "word order" if self.corpus == "embedded" else "Rotten Tomatoes"
+
 
 FULL = Budget(
     name="full",
@@ -130,8 +135,8 @@ SMALL = Budget(
         intermediate_size=64,
         max_position_embeddings=64,
     ),
-    embedding_sizes=(8, 16),
-    default_embedding_size=16,
+    embedding_sizes=(8, 32),
+    default_embedding_size=8,
     seq_length=32,
     max_predictions=5,
     dupe_factor=1,
@@ -313,13 +318,34 @@ def _machine() -> dict:
     return {"cpu": cpu_description(), "onednn": onednn_enabled()}
 
 
+def pretrain_settings(budget: Budget, row: Row, data: Prepared, output: Path, progress: bool):
+    """The row's `PretrainSettings` (equal for every row but the config and the data's task)."""
+    from albert_tf.pretraining.settings import PretrainSettings
+
+    return PretrainSettings(
+        data=data.train[row.sentence_task],
+        config=row_config(budget, row),
+        output=str(output),
+        sp_model=str(data.sp_model),
+        train_steps=budget.train_steps,
+        batch_size=budget.batch_size,
+        learning_rate=budget.learning_rate,
+        warmup_steps=budget.warmup_steps,
+        save_every=budget.save_every,
+        keep=1,
+        log_every=max(budget.train_steps // 50, 1),
+        dtype="float32",
+        seed=budget.seed,
+        progress=progress,
+    )
+
+
 def run_row(budget: Budget, row: Row, data: Prepared, work: Path, progress: bool) -> dict:
     """Pretrains, evaluates and fine-tunes one row; returns its record (see the results JSON)."""
     import tf_keras
-    from albert_tf.pretraining.evaluate import evaluate
 
     from albert_tf.params import parameter_breakdown
-    from albert_tf.pretraining.settings import PretrainSettings
+    from albert_tf.pretraining.evaluate import evaluate
     from albert_tf.pretraining.trainer import pretrain
 
     config = row_config(budget, row)
@@ -338,24 +364,7 @@ def run_row(budget: Budget, row: Row, data: Prepared, work: Path, progress: bool
     config.to_json_file(config_file)
     if row.sentence_task is not None:
         ckpt = run_dir / "pretrain"
-        result = pretrain(
-            PretrainSettings(
-                data=data.train[row.sentence_task],
-                config=config,
-                output=str(ckpt),
-                sp_model=str(data.sp_model),
-                train_steps=budget.train_steps,
-                batch_size=budget.batch_size,
-                learning_rate=budget.learning_rate,
-                warmup_steps=budget.warmup_steps,
-                save_every=budget.save_every,
-                keep=1,
-                log_every=max(budget.train_steps // 50, 1),
-                dtype="float32",
-                seed=budget.seed,
-                progress=progress,
-            )
-        )
+        result = pretrain(pretrain_settings(budget, row, data, ckpt, progress))
         record["pretrain"] = {
             "steps": result.step,
             "seconds_this_session": round(result.seconds, 1),
@@ -467,7 +476,12 @@ def main(argv: list[str] | None = None) -> int:
             if path.exists():
                 print(f"{row.name}: done earlier ({path})", flush=True)
                 continue
-            print(f"{row.name}: pretraining, evaluating, fine-tuning", flush=True)
+            stages = (
+                "fine-tuning"
+                if row.sentence_task is None
+                else "pretraining, evaluating, fine-tuning"
+            )
+            print(f"{row.name}: {stages}", flush=True)
             record = run_row(budget, row, data, work, progress=not args.quiet)
             path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_file(path) as tmp:

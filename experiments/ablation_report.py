@@ -41,7 +41,7 @@ def heldout_acc(record: dict, data: str, metric: str) -> tuple[float, float]:
     bound)."""
     scores = record["heldout"][data]
     p = scores[f"{metric}_accuracy"]
-    n = scores["mlm_weight_sum"] if metric == "mlm" else scores["num_examples"]
+    n = scores["num_masked_tokens"] if metric == "mlm" else scores["num_examples"]
     return 100 * p, 100 * math.sqrt(p * (1 - p) / n)
 
 
@@ -49,11 +49,12 @@ def mlm_acc(record: dict) -> tuple[float, float]:
     return heldout_acc(record, "sop", "mlm")
 
 
-# The two panels of the E and sharing plots: (title, measure).
-PANELS = (
-    ("Rotten Tomatoes test accuracy (%)", finetune_acc),
-    ("held-out MLM accuracy (%)", mlm_acc),
-)
+def panels(budget) -> tuple:
+    """The two panels of the E and sharing plots: (title, measure)."""
+    return (
+        (f"{budget.task_title} test accuracy (%)", finetune_acc),
+        ("held-out MLM accuracy (%)", mlm_acc),
+    )
 
 
 def _fmt(value: tuple[float, float] | None) -> str:
@@ -69,7 +70,7 @@ def _fmt(value: tuple[float, float] | None) -> str:
 def claims(budget, by_name: dict[str, dict]) -> list[dict]:
     """The paper's claims as comparisons of two rows (see the module docstring)."""
     e0, es = budget.default_embedding_size, budget.embedding_sizes
-    rt = ("Rotten Tomatoes test accuracy", finetune_acc)
+    rt = (f"{budget.task_title} test accuracy", finetune_acc)
 
     def held(data, metric):
         return (f"held-out {metric.upper()} accuracy", lambda r: heldout_acc(r, data, metric))
@@ -129,6 +130,7 @@ def _params(record: dict) -> str:
 
 def markdown(budget, by_name: dict[str, dict], claim_list: list[dict]) -> str:
     e0, es, h = budget.default_embedding_size, budget.embedding_sizes, budget.model["hidden_size"]
+    task = budget.task_title
     lines = [
         f"# ALBERT's ablations at small scale ({budget.name} run)",
         "",
@@ -142,7 +144,7 @@ def markdown(budget, by_name: dict[str, dict], claim_list: list[dict]) -> str:
         "",
         "## Table 3: embedding size",
         "",
-        "| sharing | E (E/H) | params | RT test | held-out MLM | paper E (E/H) | paper params | "
+        f"| sharing | E (E/H) | params | {task} test | held-out MLM | paper E (E/H) | paper params | "
         "paper SST-2 | paper Avg |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -161,7 +163,7 @@ def markdown(budget, by_name: dict[str, dict], claim_list: list[dict]) -> str:
         "",
         f"## Table 4: what is shared (E={e0}; paper E=128)",
         "",
-        "| sharing | params | RT test | held-out MLM | paper params | paper SST-2 | paper Avg |",
+        f"| sharing | params | {task} test | held-out MLM | paper params | paper SST-2 | paper Avg |",
         "|---|---|---|---|---|---|---|",
     ]
     for paper in PAPER["table4"]:
@@ -177,7 +179,7 @@ def markdown(budget, by_name: dict[str, dict], claim_list: list[dict]) -> str:
         "",
         f"## Table 5: sentence-prediction loss (all-shared, E={e0})",
         "",
-        "| trained with | MLM | NSP | SOP | RT test | paper MLM | paper NSP | paper SOP | "
+        f"| trained with | MLM | NSP | SOP | {task} test | paper MLM | paper NSP | paper SOP | "
         "paper SST-2 | paper Avg |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -198,7 +200,7 @@ def markdown(budget, by_name: dict[str, dict], claim_list: list[dict]) -> str:
         )
     random_row = by_name.get(f"random-init-E{e0}")
     if random_row:
-        lines += ["", f"Random initialization, fine-tuned the same way: RT test "
+        lines += ["", f"Random initialization, fine-tuned the same way: {task} test "
                   f"{_fmt(finetune_acc(random_row))}."]  # fmt: skip
     lines += [
         "",
@@ -217,7 +219,13 @@ def markdown(budget, by_name: dict[str, dict], claim_list: list[dict]) -> str:
             f"| {c['table']} | {c['claim']} | {c['metric']} | {ours} | {diff} | {c['paper']} | "
             f"**{c['verdict']}** |"
         )
-    cpus = sorted({r["machine"]["cpu"] for r in by_name.values()})
+    cpus = sorted(
+        {
+            f"{r['machine']['cpu']['model']} ({', '.join(r['machine']['cpu']['flags'])}), "
+            f"oneDNN {'on' if r['machine']['onednn'] else 'off'}"
+            for r in by_name.values()
+        }
+    )
     lines += ["", f"Rows ran on: {'; '.join(cpus) if cpus else '-'}.", ""]
     return "\n".join(lines)
 
@@ -249,7 +257,7 @@ def plots(results: Path, budget, by_name: dict[str, dict]) -> list[Path]:
         recs = [(e, r) for e, r in recs if r]
         if not recs:
             continue
-        for ax, (_, measure) in zip(axes, PANELS, strict=True):
+        for ax, (_, measure) in zip(axes, panels(budget), strict=True):
             values = [measure(r) for _, r in recs]
             ax.errorbar(
                 [e for e, _ in recs],
@@ -259,7 +267,7 @@ def plots(results: Path, budget, by_name: dict[str, dict]) -> list[Path]:
                 capsize=3,
                 label=SHARING_NAMES[sharing],
             )
-    for ax, (title, _) in zip(axes, PANELS, strict=True):
+    for ax, (title, _) in zip(axes, panels(budget), strict=True):
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(es), [str(e) for e in es])
         ax.set_xlabel("embedding size E")
@@ -274,7 +282,7 @@ def plots(results: Path, budget, by_name: dict[str, dict]) -> list[Path]:
         recs = [by_name[f"{SHARING_NAMES[m].replace('FFN', 'ffn')}-E{e0}"] for m in modes]
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         labels = [f"{SHARING_NAMES[m]}\n{_params(r)}" for m, r in zip(modes, recs, strict=True)]
-        for ax, (title, measure) in zip(axes, PANELS, strict=True):
+        for ax, (title, measure) in zip(axes, panels(budget), strict=True):
             values = [measure(r) for r in recs]
             ax.bar(labels, [v[0] for v in values],
                    yerr=[0 if math.isnan(v[1]) else v[1] for v in values], capsize=4)  # fmt: skip
@@ -319,7 +327,7 @@ def plots(results: Path, budget, by_name: dict[str, dict]) -> list[Path]:
             ax.annotate(r["row"]["name"], (r["params"] / 1e6, mean), fontsize=7,
                         xytext=(3, 3), textcoords="offset points")  # fmt: skip
         ax.set_xlabel("parameters (millions, backbone; albert-tf params)")
-        ax.set_ylabel("Rotten Tomatoes test accuracy (%)")
+        ax.set_ylabel(f"{budget.task_title} test accuracy (%)")
         save(fig, "params.png")
     return written
 

@@ -34,7 +34,7 @@ def _record(name, task, sharing="all", e=16, test=(0.7, 0.71, 0.72), heldout=Non
         "row": {"name": name, "sentence_task": task, "shared_params": sharing,
                 "embedding_size": e},
         "params": 1000,
-        "machine": {"cpu": "test"},
+        "machine": {"cpu": {"model": "test", "flags": ["avx2"]}, "onednn": True},
         "finetune": {
             "test_accuracy": sum(test) / len(test),
             "test_accuracy_se": (
@@ -51,9 +51,9 @@ def _record(name, task, sharing="all", e=16, test=(0.7, 0.71, 0.72), heldout=Non
 def _heldout(mlm, nsp, sop, n=10000):
     return {
         "sop": {"mlm_accuracy": mlm, "sop_accuracy": sop, "num_examples": n,
-                "mlm_weight_sum": 5 * n},
+                "num_masked_tokens": 5 * n},
         "nsp": {"mlm_accuracy": mlm, "nsp_accuracy": nsp, "num_examples": n,
-                "mlm_weight_sum": 5 * n},
+                "num_masked_tokens": 5 * n},
     }  # fmt: skip
 
 

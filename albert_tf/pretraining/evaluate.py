@@ -100,7 +100,7 @@ def evaluate(
       progress: show a progress bar.
 
     Returns a JSON-ready dict: checkpoint (the prefix), step (None for a checkpoint without a
-    step counter), data, sentence_task, num_examples, loss, mlm_loss, mlm_accuracy, and unless
+    step counter), data, sentence_task, num_examples, num_masked_tokens, loss, mlm_loss, mlm_accuracy, and unless
     the task is "none", `{task}_loss` and `{task}_accuracy`.
 
     Raises ConfigError (bad setting or config), CheckpointError (no checkpoint, missing heads,
@@ -151,5 +151,6 @@ def evaluate(
         "data": data if isinstance(data, str) else ",".join(data),
         "sentence_task": spec.sentence_task,
         "num_examples": int(round(sums["example_count"])),
+        "num_masked_tokens": int(round(sums["mlm_weight_sum"])),
         **metrics_from_sums(sums, spec.sentence_task),
     }
