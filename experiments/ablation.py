@@ -167,16 +167,18 @@ class Row:
 
 
 def rows(budget: Budget) -> list[Row]:
-    """Every row of the run, in the order they are trained."""
+    """Every row of the run, in the order they are trained: the default E's rows first (Tables
+    4 and 5 and the random floor), then the rest of Table 3's E sweep."""
     e0 = budget.default_embedding_size
-    out = [
-        Row(f"{SHARING[sharing]}-E{e}", e, sharing, "sop")
-        for sharing in ("all", "none")
-        for e in budget.embedding_sizes
-    ]
-    out += [Row(f"{SHARING[s]}-E{e0}", e0, s, "sop") for s in ("attention", "ffn")]
+    out = [Row(f"{SHARING[s]}-E{e0}", e0, s, "sop") for s in ("all", "none", "attention", "ffn")]
     out += [Row(f"{task}-loss-E{e0}", e0, "all", task) for task in ("nsp", "none")]
     out.append(Row(f"random-init-E{e0}", e0, "all", None))
+    out += [
+        Row(f"{SHARING[sharing]}-E{e}", e, sharing, "sop")
+        for e in budget.embedding_sizes
+        for sharing in ("all", "none")
+        if e != e0
+    ]
     return out
 
 
