@@ -420,14 +420,16 @@ def run_row(budget: Budget, row: Row, data: Prepared, work: Path, progress: bool
 def check_manifest(results: Path, budget: Budget, data: Prepared, fresh: bool) -> None:
     """Writes `results/manifest.json` (budget and data digests) or checks a committed one: rows
     from different data must not be mixed in one table."""
-    manifest = {"budget": dataclasses.asdict(budget), "digests": data.digests}
+    manifest = json.loads(
+        json.dumps({"budget": dataclasses.asdict(budget), "digests": data.digests})
+    )
     path = results / "manifest.json"
     if path.exists() and not fresh:
         old = json.loads(path.read_text())
-        if old != json.loads(json.dumps(manifest)):
+        if old != manifest:
             changed = [k for k in ("budget", "digests") if old.get(k) != manifest[k]]
             sys.exit(
-                f"ablation: {path} was made with a different {' and '.join(changed)}; "
+                f"ablation: {path} was made with different {' and '.join(changed)}; "
                 "rerun with --fresh to discard its rows, or restore the data it names"
             )
         return

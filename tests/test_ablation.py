@@ -137,4 +137,4 @@ def test_small_run_end_to_end_resumes_and_guards_its_data(tmp_path):
     (results / "manifest.json").write_text(json.dumps(manifest))
     refused = _run("--small", "--quiet", "--work", str(work))
     assert refused.returncode != 0
-    assert "different digests" in refused.stderr
+    assert "made with different digests;" in refused.stderr
