@@ -6,6 +6,8 @@ Other engineers may append functions; keep each one a self-contained check.
 from __future__ import annotations
 
 import contextlib
+import json
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -269,3 +271,141 @@ def one_error_line(stderr: str, command: str) -> str:
     assert "Traceback" not in stderr and "{{function_node" not in stderr, stderr
     assert lines[0].startswith(f"albert-tf {command}: error: "), lines[0]
     return lines[0]
+
+
+# === Files the commands read ===
+
+TINY_FINETUNE_CONFIG = {
+    "vocab_size": 1000,
+    "embedding_size": 16,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_hidden_groups": 1,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+    "inner_group_num": 1,
+    "hidden_act": "gelu",
+    "max_position_embeddings": 64,
+}
+
+
+def write_pretraining_records(
+    path,
+    count,
+    seq_length=16,
+    predictions=4,
+    vocab_size=50,
+    seed=0,
+    drop=(),
+    metadata=True,
+    unmasked=False,
+):
+    """Writes `count` random but well-formed pretraining Examples (the original's features).
+
+    `drop` names features to leave out. With `metadata`, writes metadata.json beside the file
+    (max_seq_length, max_predictions_per_seq, vocab_size, num_instances). `unmasked` writes
+    `--no-mask` records (token_boundary instead of the masked_lm features).
+    """
+    rng = np.random.default_rng(seed)
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for _ in range(count):
+            length = int(rng.integers(seq_length // 2, seq_length + 1))
+            mask = (np.arange(seq_length) < length).astype(np.int64)
+            n = int(rng.integers(1, predictions + 1))
+            positions = np.zeros(predictions, np.int64)
+            positions[:n] = np.sort(rng.choice(np.arange(1, length), n, replace=False))
+            lm_ids = np.zeros(predictions, np.int64)
+            lm_ids[:n] = rng.integers(5, vocab_size, n)
+            weights = (np.arange(predictions) < n).astype(np.float32)
+            features = {
+                "input_ids": ints(rng.integers(5, vocab_size, seq_length) * mask),
+                "input_mask": ints(mask),
+                "segment_ids": ints((np.arange(seq_length) >= length // 2) * mask),
+                "masked_lm_positions": ints(positions),
+                "masked_lm_ids": ints(lm_ids),
+                "masked_lm_weights": tf.train.Feature(
+                    float_list=tf.train.FloatList(value=weights.tolist())
+                ),
+                "next_sentence_labels": ints([rng.integers(0, 2)]),
+            }
+            if unmasked:
+                for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+                    del features[name]
+                features["token_boundary"] = ints(rng.integers(0, 2, seq_length) * mask)
+            for name in drop:
+                del features[name]
+            example = tf.train.Example(features=tf.train.Features(feature=features))
+            writer.write(example.SerializeToString())
+    if metadata:
+        (path.parent / "metadata.json").write_text(
+            json.dumps(
+                dict(
+                    max_seq_length=seq_length,
+                    max_predictions_per_seq=predictions,
+                    vocab_size=vocab_size,
+                    num_instances=count,
+                    masked=not unmasked,
+                    special_ids=dict(pad=0, unk=1, cls=2, sep=3, mask=4),
+                    settings=dict(masked_lm_prob=0.15, ngram=3),
+                )
+            )
+        )
+    return path
+
+
+def write_config(directory, **overrides):
+    """directory/albert_config.json: TINY_FINETUNE_CONFIG with `overrides`."""
+    path = directory / "albert_config.json"
+    path.write_text(json.dumps({**TINY_FINETUNE_CONFIG, **overrides}))
+    return path
+
+
+def finetune_files(
+    root,
+    task,
+    train,
+    *,
+    init="random",
+    train_file="train.tsv",
+    eval_file="dev.tsv",
+    output="model",
+    **settings,
+):
+    """Fine-tunes `init` on root/train_file (evaluating on root/eval_file unless None) into
+    root/output, quietly. From "random", TINY_FINETUNE_CONFIG and the fixture tokenizer by default."""
+    from albert_tf.finetune.trainer import FinetuneSettings, finetune
+    from tests.conftest import FIXTURES
+
+    if init == "random":
+        settings.setdefault("sp_model", str(FIXTURES / "tokenizer" / "spm.model"))
+        if "config" not in settings:
+            settings["config"] = str(write_config(root))
+    return finetune(
+        FinetuneSettings(
+            train_path=str(root / train_file),
+            output_dir=str(root / output),
+            init=str(init),
+            task=task,
+            train=train,
+            eval_path=str(root / eval_file) if eval_file else None,
+            **settings,
+        ),
+        log=lambda line: None,
+    )
+
+
+def write_pairs(path, rows, seed):
+    """A GLUE-style sentence-pair TSV of `rows` yes/no examples."""
+    rng = random.Random(seed)
+    good, bad = ["good", "great", "fine"], ["bad", "awful", "poor"]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("index\tsentence1\tsentence2\tlabel\n")
+        for i in range(rows):
+            label = rng.choice(["yes", "no"])
+            word = rng.choice(good if label == "yes" else bad)
+            long_tail = " and then some more words" * rng.randint(0, 2)
+            f.write(f"{i}\tThe film was {word}{long_tail}.\tIs it worth it?\t{label}\n")

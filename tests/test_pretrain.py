@@ -14,7 +14,7 @@ from albert_tf.errors import OutputError
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 from tests import helpers
-from tests.test_pretrain_data import write_pretraining_records
+from tests.helpers import write_pretraining_records
 
 # Vocabulary 1000 so the tokenizer fixture's spm.model fits.
 CONFIG = helpers.tiny_pretraining_config(vocab_size=1000)

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from albert_tf.dtypes import cpu_supports_bfloat16, policy_name, resolve_dtype
 from albert_tf.errors import ConfigError, DataError
@@ -14,76 +13,9 @@ from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.losses import metrics_from_sums, pretraining_sums, replica_loss
 from albert_tf.pretraining.optimizer import build_optimizer
 from tests import helpers
+from tests.helpers import write_pretraining_records
 
 TINY = helpers.tiny_pretraining_config(vocab_size=50)
-
-
-def write_pretraining_records(
-    path,
-    count,
-    seq_length=16,
-    predictions=4,
-    vocab_size=50,
-    seed=0,
-    drop=(),
-    metadata=True,
-    unmasked=False,
-):
-    """Writes `count` random but well-formed pretraining Examples (the original's features).
-
-    `drop` names features to leave out. With `metadata`, writes metadata.json beside the file
-    (max_seq_length, max_predictions_per_seq, vocab_size, num_instances). `unmasked` writes
-    `--no-mask` records (token_boundary instead of the masked_lm features).
-    """
-    rng = np.random.default_rng(seed)
-
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for _ in range(count):
-            length = int(rng.integers(seq_length // 2, seq_length + 1))
-            mask = (np.arange(seq_length) < length).astype(np.int64)
-            n = int(rng.integers(1, predictions + 1))
-            positions = np.zeros(predictions, np.int64)
-            positions[:n] = np.sort(rng.choice(np.arange(1, length), n, replace=False))
-            lm_ids = np.zeros(predictions, np.int64)
-            lm_ids[:n] = rng.integers(5, vocab_size, n)
-            weights = (np.arange(predictions) < n).astype(np.float32)
-            features = {
-                "input_ids": ints(rng.integers(5, vocab_size, seq_length) * mask),
-                "input_mask": ints(mask),
-                "segment_ids": ints((np.arange(seq_length) >= length // 2) * mask),
-                "masked_lm_positions": ints(positions),
-                "masked_lm_ids": ints(lm_ids),
-                "masked_lm_weights": tf.train.Feature(
-                    float_list=tf.train.FloatList(value=weights.tolist())
-                ),
-                "next_sentence_labels": ints([rng.integers(0, 2)]),
-            }
-            if unmasked:
-                for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
-                    del features[name]
-                features["token_boundary"] = ints(rng.integers(0, 2, seq_length) * mask)
-            for name in drop:
-                del features[name]
-            example = tf.train.Example(features=tf.train.Features(feature=features))
-            writer.write(example.SerializeToString())
-    if metadata:
-        (path.parent / "metadata.json").write_text(
-            json.dumps(
-                dict(
-                    max_seq_length=seq_length,
-                    max_predictions_per_seq=predictions,
-                    vocab_size=vocab_size,
-                    num_instances=count,
-                    masked=not unmasked,
-                    special_ids=dict(pad=0, unk=1, cls=2, sep=3, mask=4),
-                    settings=dict(masked_lm_prob=0.15, ngram=3),
-                )
-            )
-        )
-    return path
 
 
 @pytest.fixture

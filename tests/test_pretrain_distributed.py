@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers
-from tests.test_pretrain_data import write_pretraining_records
+from tests.helpers import write_pretraining_records
 
 pytestmark = pytest.mark.slow
 

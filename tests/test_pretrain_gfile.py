@@ -16,7 +16,7 @@ from albert_tf.pretraining.run_dir import prepare_output, read_config
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 from tests import helpers
-from tests.test_pretrain_data import write_pretraining_records
+from tests.helpers import write_pretraining_records
 
 gfile = tf.io.gfile
 # Vocabulary 1000 so the tokenizer fixture's spm.model fits.

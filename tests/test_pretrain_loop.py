@@ -21,7 +21,7 @@ from albert_tf.pretraining.loop import SUM_KEYS, TrainLoop
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import distribute, pretrain
 from tests import helpers
-from tests.test_pretrain_data import write_pretraining_records
+from tests.helpers import write_pretraining_records
 
 SEQ, PREDICTIONS = 16, 4
 
