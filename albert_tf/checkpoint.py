@@ -90,7 +90,9 @@ def tf_error_reason(error: Exception) -> str:
     (`{{function_node ...}}`, `[Op:RestoreV2]`) and the checkpoint shard it names."""
     message = (getattr(error, "message", None) or str(error) or type(error).__name__).strip()
     message = re.sub(
-        r"\{\{[^}]*\}\}\s*|\s*\[Op:\w+\]|TensorBundle at \S+ shard \d+ \([^)]*\): ", "", message
+        r"\{\{[^}]*\}\}\s*|\s*\[Op:\w+\]( name:\s*\S*)?|TensorBundle at \S+ shard \d+ \([^)]*\): ",
+        "",
+        message,
     )
     return message.splitlines()[0] if message else type(error).__name__
 
@@ -122,7 +124,7 @@ def read_checkpoint_tensors(
     missing, truncated or corrupted.
     """
     try:
-        reader = tf.train.load_checkpoint(prefix)
+        reader = _reader(prefix)
         names = sorted(filter(include, reader.get_variable_to_shape_map()))
     except _READ_ERRORS as e:
         raise CheckpointError(
@@ -146,9 +148,16 @@ def check_checkpoint_files(prefix: str) -> None:
     collections.deque(read_checkpoint_tensors(prefix), maxlen=0)
 
 
+def _reader(prefix: str):
+    # The reader itself, not tf.train.load_checkpoint / list_variables: those first ask
+    # isdir(prefix), which ram:// answers True for any prefix of a file name (ckpt-4 of
+    # ckpt-4.index).
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
 def checkpoint_children(prefix: str) -> set[str]:
     """Names of the root's children stored in the checkpoint at `prefix` (e.g. `encoder`)."""
-    names = (name for name, _ in tf.train.list_variables(prefix))
+    names = _reader(prefix).get_variable_to_shape_map()
     return {name.split("/", 1)[0] for name in names if not name.startswith("_CHECKPOINTABLE")}
 
 

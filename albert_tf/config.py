@@ -121,6 +121,8 @@ class AlbertConfig:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as e:
             raise ConfigError(f"cannot read config {path}: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"config {path} is not a JSON text file (not UTF-8)") from None
         try:
             return cls.from_json_string(text)
         except ConfigError as e:

@@ -55,7 +55,7 @@ def _check_arguments(
     if tflite and checkpoint_dir is None:
         raise ExportError("TFLite export needs a checkpoint directory")
     if seq_length < 1:
-        raise ExportError(f"seq_length must be positive, got {seq_length}")
+        raise ExportError(f"--seq-length must be positive, got {seq_length}")
     if sp_model is not None and not Path(sp_model).is_file():
         raise ExportError(f"SentencePiece model {sp_model} does not exist")
     config = None

@@ -409,3 +409,19 @@ def write_pairs(path, rows, seed):
             word = rng.choice(good if label == "yes" else bad)
             long_tail = " and then some more words" * rng.randint(0, 2)
             f.write(f"{i}\tThe film was {word}{long_tail}.\tIs it worth it?\t{label}\n")
+
+
+# === Damaged files ===
+
+
+def overwrite_mid_file(path: Path, at: float = 0.5) -> None:
+    """8 bytes overwritten at fraction `at` of the file, as a bad disk or copy does."""
+    with open(path, "r+b") as f:
+        f.seek(int(Path(path).stat().st_size * at))
+        f.write(b"\xde\xad\xbe\xef\x01\x02\x03\x04")
+
+
+def truncate(path: Path) -> None:
+    """Keeps the first third of the file, as an interrupted copy does."""
+    path = Path(path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from albert_tf.checkpoint import check_checkpoint_files
 from albert_tf.config import AlbertConfig
 from albert_tf.dtypes import keras_policy
 from albert_tf.encoder import AlbertEncoder
@@ -63,7 +64,10 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     meta_file = path / METADATA_FILE
     if not meta_file.is_file():
         raise CheckpointError(f"{path} is not a fine-tuned model directory (no {METADATA_FILE})")
-    metadata = json.loads(meta_file.read_text(encoding="utf-8"))
+    try:
+        metadata = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{meta_file} is corrupt: {e}") from None
     task = get_task(TaskSettings(**metadata["settings"]))
     tokenizer = AlbertTokenizer(path / "spm.model", do_lower_case=metadata["do_lower_case"])
     with keras_policy(metadata.get("dtype", "float32")):
@@ -71,6 +75,7 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     prefix = tf.train.latest_checkpoint(str(path))
     if prefix is None:
         raise CheckpointError(f"no checkpoint in {path}")
+    check_checkpoint_files(prefix)
     status = (
         tf.train.Checkpoint(encoder=model.encoder, task_head=model.task_head)
         .read(prefix)

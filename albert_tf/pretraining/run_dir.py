@@ -17,6 +17,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from albert_tf.checkpoint import check_checkpoint_files, checkpoint_children
 from albert_tf.config import AlbertConfig, resolve_config
 from albert_tf.errors import CheckpointError, ConfigError, OutputError, TokenizerError
 from albert_tf.io_utils import (
@@ -56,14 +57,6 @@ def load_config(spec: str | os.PathLike | AlbertConfig) -> AlbertConfig:
     with gfile_errors(ConfigError, f"cannot read config {spec}"):
         directory = tf.io.gfile.isdir(spec)
     return read_config(join(spec, CONFIG_FILE) if directory else spec)
-
-
-def checkpoint_roots(prefix: str) -> set[str]:
-    """The root object names (encoder, mlm, ...) of the variables in checkpoint `prefix`."""
-    # The reader itself, not tf.train.list_variables: that first asks isdir(prefix), which
-    # ram:// answers True for any prefix of a file name (ckpt-4 of ckpt-4.index).
-    reader = tf.compat.v1.train.NewCheckpointReader(prefix)
-    return {name.split("/")[0] for name in reader.get_variable_to_shape_map()}
 
 
 def check_sp_model(sp_model: str | os.PathLike, config: AlbertConfig) -> None:
@@ -109,7 +102,8 @@ def check_init_checkpoint(path: str | os.PathLike, config: AlbertConfig) -> str:
         prefix = tf.train.latest_checkpoint(str(directory))
         if prefix is None:
             raise CheckpointError(f"{directory} holds no checkpoint")
-        if "encoder" not in checkpoint_roots(prefix):
+        check_checkpoint_files(prefix)
+        if "encoder" not in checkpoint_children(prefix):
             raise CheckpointError(f"{prefix} has no 'encoder' object (not an albert-tf checkpoint)")
     return prefix
 
