@@ -22,26 +22,42 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, SP_VOCAB_FILE, AlbertConfig
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
 from albert_tf.heads import MaskedLMHead, SentenceOrderHead
 from albert_tf.io_utils import atomic_dir
 
-CONFIG_FILE = "albert_config.json"
-SP_MODEL_FILE = "spm.model"
-SP_VOCAB_FILE = "spm.vocab"
-
 
 @dataclasses.dataclass
 class CheckpointDir:
-    """What `load_checkpoint_dir` restores; heads are None when the checkpoint lacks them."""
+    """A model as a checkpoint directory holds it: what `load_checkpoint_dir` restores and the
+    converters fill. Heads are None when the checkpoint lacks them."""
 
     config: AlbertConfig
     encoder: AlbertEncoder
     mlm_head: MaskedLMHead | None
     sop_head: SentenceOrderHead | None
-    sp_model_path: Path | None
+    sp_model_path: Path | None = None
+
+    def save(
+        self,
+        output_dir: str | os.PathLike,
+        *,
+        sp_model: str | os.PathLike | None = None,
+        overwrite: bool = False,
+    ) -> Path:
+        """Writes the model as a checkpoint directory (atomic), with `sp_model` (default: its
+        own sp_model_path) as `spm.model`; see save_checkpoint_dir."""
+        return save_checkpoint_dir(
+            output_dir,
+            self.config,
+            self.encoder,
+            self.mlm_head,
+            self.sop_head,
+            sp_model=sp_model or self.sp_model_path,
+            overwrite=overwrite,
+        )
 
 
 def write_checkpoint(directory: str | os.PathLike, **objects: tf.Module) -> str:

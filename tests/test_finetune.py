@@ -171,9 +171,9 @@ def test_bad_input_one_line_exit_2(tmp_path, fixtures_dir, capsys):
 
 @pytest.mark.parametrize(("name", "kind"), [("adamw", "AdamWeightDecay"), ("lamb", "LAMB")])
 def test_optimizer_warmup_then_linear_decay(name, kind):
-    from albert_tf.finetune.optimization import build_optimizer
+    from albert_tf.pretraining.optimizer import build_optimizer
 
-    optimizer = build_optimizer(name, 1e-3, steps=100, warmup=10, weight_decay=0.01)
+    optimizer = build_optimizer(1e-3, 100, 10, name=name, weight_decay=0.01)
     assert type(optimizer).__name__ == kind
     schedule = optimizer._get_hyper("learning_rate")
     # warmup reaches the decayed value at step 10 (9e-4) linearly; then 1e-3 * (1 - t / 100)

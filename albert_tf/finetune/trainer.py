@@ -23,16 +23,17 @@ import tensorflow as tf
 import tf_keras as keras
 from tqdm import tqdm
 
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import ConfigError, DataError
 from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
-from albert_tf.finetune.optimization import build_optimizer
 from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
 from albert_tf.finetune.sources import Source, load_source
 from albert_tf.finetune.tasks import Task, TaskData, TaskSettings, get_task
 from albert_tf.io_utils import atomic_dir
+from albert_tf.pretraining.optimizer import build_optimizer
 from preprocess.tokenizer import AlbertTokenizer
 
 SERVING_DIR = "serving"
@@ -154,7 +155,11 @@ class _Loop:
             self.total_steps = min(self.total_steps, run.max_steps)
         warmup = int(run.warmup_proportion * self.total_steps)
         optimizer = build_optimizer(
-            run.optimizer, run.learning_rate, max(self.total_steps, 1), warmup, run.weight_decay
+            run.learning_rate,
+            max(self.total_steps, 1),
+            warmup,
+            name=run.optimizer,
+            weight_decay=run.weight_decay,
         )
         self.scaled = dtype == "float16"
         if self.scaled:
@@ -275,8 +280,8 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
         )
 
         if source.config is not None:
-            source.config.to_json_file(tmp / "albert_config.json")
-        shutil.copyfile(tokenizer.sp_model_path, tmp / "spm.model")
+            source.config.to_json_file(tmp / CONFIG_FILE)
+        shutil.copyfile(tokenizer.sp_model_path, tmp / SP_MODEL_FILE)
         if source.hub_path is not None:
             shutil.copytree(source.hub_path, tmp / HUB_ENCODER_DIR)
         metadata = {

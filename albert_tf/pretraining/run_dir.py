@@ -18,7 +18,13 @@ from pathlib import Path
 import tensorflow as tf
 
 from albert_tf.checkpoint import check_checkpoint_files, checkpoint_children
-from albert_tf.config import AlbertConfig, resolve_config
+from albert_tf.config import (
+    CONFIG_FILE,
+    SP_MODEL_FILE,
+    SP_VOCAB_FILE,
+    AlbertConfig,
+    resolve_config,
+)
 from albert_tf.errors import CheckpointError, ConfigError, OutputError, TokenizerError
 from albert_tf.io_utils import (
     atomic_dir,
@@ -31,7 +37,6 @@ from albert_tf.io_utils import (
 )
 
 RUN_FILE = "pretrain_run.json"
-CONFIG_FILE = "albert_config.json"
 # Settings that must be equal to resume a run: they decide which batches come next.
 RESUME_KEYS = ("batch_size", "seed", "max_seq_length", "max_predictions_per_seq")
 # Config fields a continued-pretraining init checkpoint may differ in (not the architecture).
@@ -57,29 +62,6 @@ def load_config(spec: str | os.PathLike | AlbertConfig) -> AlbertConfig:
     with gfile_errors(ConfigError, f"cannot read config {spec}"):
         directory = tf.io.gfile.isdir(spec)
     return read_config(join(spec, CONFIG_FILE) if directory else spec)
-
-
-def check_sp_model(sp_model: str | os.PathLike, config: AlbertConfig) -> None:
-    """TokenizerError unless `sp_model` is a SentencePiece model with config.vocab_size pieces."""
-    import sentencepiece
-
-    path = path_str(sp_model)
-    with gfile_errors(TokenizerError, f"cannot read SentencePiece model {path}"):
-        if not is_file(path):
-            raise TokenizerError(f"SentencePiece model {path} does not exist")
-        if is_remote(path):
-            source = {"model_proto": tf.io.gfile.GFile(path, "rb").read()}
-        else:
-            source = {"model_file": path}
-    try:
-        size = sentencepiece.SentencePieceProcessor(**source).get_piece_size()
-    except (RuntimeError, OSError) as e:
-        raise TokenizerError(f"{path} is not a SentencePiece model: {e}") from None
-    if size != config.vocab_size:
-        raise TokenizerError(
-            f"SentencePiece model {path} has {size} pieces but the config has vocab_size "
-            f"{config.vocab_size}"
-        )
 
 
 def check_init_checkpoint(path: str | os.PathLike, config: AlbertConfig) -> str:
@@ -179,7 +161,7 @@ def _sp_files(sp_model: str | None) -> list[tuple[str, str]]:
         return []
     vocab = os.path.splitext(sp_model)[0] + ".vocab"
     with gfile_errors(TokenizerError, f"cannot read {vocab}"):
-        return [(sp_model, "spm.model")] + ([(vocab, "spm.vocab")] if is_file(vocab) else [])
+        return [(sp_model, SP_MODEL_FILE)] + ([(vocab, SP_VOCAB_FILE)] if is_file(vocab) else [])
 
 
 def _prepare_remote_output(

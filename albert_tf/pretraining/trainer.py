@@ -38,6 +38,7 @@ import tf_keras as keras
 from tqdm.auto import tqdm
 
 from albert_tf.checkpoint import check_checkpoint_files, checkpoint_children, tf_error_reason
+from albert_tf.config import SP_MODEL_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError, DataError
 from albert_tf.io_utils import gfile_errors, is_file, is_remote, join, path_str
@@ -46,12 +47,12 @@ from albert_tf.pretraining.loop import SUM_KEYS, TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
 from albert_tf.pretraining.run_dir import (
     check_init_checkpoint,
-    check_sp_model,
     load_config,
     prepare_output,
 )
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.strategy import device_type, is_chief, make_strategy
+from preprocess.tokenizer import load_sp_model
 
 
 @dataclasses.dataclass
@@ -118,13 +119,13 @@ def pretrain(
     check_xla(use_xla, device, replicas)
     sp_model = path_str(settings.sp_model) if settings.sp_model else None
     if sp_model:
-        check_sp_model(sp_model, config)
+        load_sp_model(sp_model, config.vocab_size)
     init = settings.init_checkpoint
     init_prefix = check_init_checkpoint(init, config) if init else None
     if init_prefix and not sp_model:
         with gfile_errors(CheckpointError, f"cannot read init checkpoint {init}"):
-            if is_file(join(init, "spm.model")):
-                sp_model = join(init, "spm.model")
+            if is_file(join(init, SP_MODEL_FILE)):
+                sp_model = join(init, SP_MODEL_FILE)
     dtype = resolve_dtype(settings.dtype, device)
     chief = is_chief(strategy)
     record = settings.record() | {
