@@ -2,10 +2,11 @@
 
 `plain_forward` (the end of this file) is ALBERT's inference forward pass written out top to
 bottom on the encoder's variables: separate query/key/value matmuls, softmax and LayerNorm as in
-the paper, float32, no caching. The layers run the same arithmetic faster (one [H, 3H] QKV
-kernel with the scale folded in, weights cast once per call for blocks reused across layers,
-oneDNN's fused LayerNorm and softmax inside `layers.fused.fused_cpu_inference()`); each of those
-speed paths is tested equal to `plain_forward` (tests/test_plain_forward.py).
+the paper, float32, no caching. `AlbertEncoder.call` runs the same arithmetic through the speed
+paths of `layers/fast.py` (one [H, 3H] QKV kernel with the scale folded in, weights cast once
+per call for blocks reused across layers, 2-D matmuls) and `layers/fused.py` (oneDNN's fused
+LayerNorm and softmax inside `fused_cpu_inference()`); each is tested equal to `plain_forward`
+(tests/test_plain_forward.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.config import AlbertConfig
+from albert_tf.layers import fast
 from albert_tf.layers.attention import MASK_LOGIT, attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer_block import TransformerBlock
@@ -123,7 +125,7 @@ class AlbertEncoder(keras.Model):
         encoder_outputs = []
         for layer_blocks in self.blocks:
             for block in layer_blocks:
-                prepared = None if cache is None else block.prepared_weights(cache)
+                prepared = None if cache is None else fast.block_weights(block, cache)
                 x = block(x, bias, training=training, prepared=prepared)
                 encoder_outputs.append(tf.cast(x, tf.float32))
 

@@ -34,6 +34,13 @@ def run_files(tmp_path, monkeypatch):
     return shard, tmp_path / "albert_config.json"
 
 
+def _pretrain_fails(capfd, shard, config, output, steps) -> str:
+    """`albert-tf pretrain` for `steps` exits 2 with one error line; returns the line."""
+    capfd.readouterr()
+    assert main(_argv(shard, config, output, steps)) == 2
+    return helpers.one_error_line(capfd.readouterr().err, "pretrain")
+
+
 def _argv(shard, config, output, steps):
     return [
         "pretrain",
@@ -47,8 +54,7 @@ def test_corrupt_record_mid_run_names_the_shard_and_keeps_the_checkpoint(run_fil
     shard, config = run_files
     helpers.overwrite_mid_file(shard, at=0.8)
     output = shard.parent / "run"
-    assert main(_argv(shard, config, output, steps=40)) == 2
-    line = helpers.one_error_line(capfd.readouterr().err, "pretrain")
+    line = _pretrain_fails(capfd, shard, config, output, steps=40)
     latest = tf.train.latest_checkpoint(str(output))
     assert latest is not None and not latest.endswith("ckpt-40")
     assert f"training shard {shard} is corrupt (corrupted record at" in line, line
@@ -79,8 +85,7 @@ def test_corrupt_record_before_any_checkpoint_leaves_nothing(run_files, capfd):
     shard, config = run_files
     helpers.overwrite_mid_file(shard, at=0.1)
     output = shard.parent / "run"
-    assert main(_argv(shard, config, output, steps=40)) == 2
-    line = helpers.one_error_line(capfd.readouterr().err, "pretrain")
+    line = _pretrain_fails(capfd, shard, config, output, steps=40)
     assert f"{shard} is corrupt" in line and "no checkpoint was written" in line, line
     assert not output.exists()
 
@@ -92,9 +97,7 @@ def test_corrupt_checkpoint_on_resume_is_named_not_a_mismatch(run_files, capfd):
     data_file = output / "ckpt-2.data-00000-of-00001"
     helpers.overwrite_mid_file(data_file)
     before = sorted(p.name for p in output.iterdir())
-    capfd.readouterr()
-    assert main(_argv(shard, config, output, steps=4)) == 2
-    line = helpers.one_error_line(capfd.readouterr().err, "pretrain")
+    line = _pretrain_fails(capfd, shard, config, output, steps=4)
     assert f"checkpoint file {data_file} is corrupt" in line, line
     assert "albert_config.json" not in line, line
     assert sorted(p.name for p in output.iterdir()) == before
