@@ -22,26 +22,42 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, SP_VOCAB_FILE, AlbertConfig
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
 from albert_tf.heads import MaskedLMHead, SentenceOrderHead
 from albert_tf.io_utils import atomic_dir
 
-CONFIG_FILE = "albert_config.json"
-SP_MODEL_FILE = "spm.model"
-SP_VOCAB_FILE = "spm.vocab"
-
 
 @dataclasses.dataclass
 class CheckpointDir:
-    """What `load_checkpoint_dir` restores; heads are None when the checkpoint lacks them."""
+    """A model as a checkpoint directory holds it: what `load_checkpoint_dir` restores and the
+    converters fill. Heads are None when the checkpoint lacks them."""
 
     config: AlbertConfig
     encoder: AlbertEncoder
     mlm_head: MaskedLMHead | None
     sop_head: SentenceOrderHead | None
-    sp_model_path: Path | None
+    sp_model_path: Path | None = None
+
+    def save(
+        self,
+        output_dir: str | os.PathLike,
+        *,
+        sp_model: str | os.PathLike | None = None,
+        overwrite: bool = False,
+    ) -> Path:
+        """Writes the model as a checkpoint directory (atomic), with `sp_model` (default: its
+        own sp_model_path) as `spm.model`; see save_checkpoint_dir."""
+        return save_checkpoint_dir(
+            output_dir,
+            self.config,
+            self.encoder,
+            self.mlm_head,
+            self.sop_head,
+            sp_model=sp_model or self.sp_model_path,
+            overwrite=overwrite,
+        )
 
 
 def write_checkpoint(directory: str | os.PathLike, **objects: tf.Module) -> str:
@@ -90,7 +106,9 @@ def tf_error_reason(error: Exception) -> str:
     (`{{function_node ...}}`, `[Op:RestoreV2]`) and the checkpoint shard it names."""
     message = (getattr(error, "message", None) or str(error) or type(error).__name__).strip()
     message = re.sub(
-        r"\{\{[^}]*\}\}\s*|\s*\[Op:\w+\]|TensorBundle at \S+ shard \d+ \([^)]*\): ", "", message
+        r"\{\{[^}]*\}\}\s*|\s*\[Op:\w+\]( name:\s*\S*)?|TensorBundle at \S+ shard \d+ \([^)]*\): ",
+        "",
+        message,
     )
     return message.splitlines()[0] if message else type(error).__name__
 
@@ -122,7 +140,7 @@ def read_checkpoint_tensors(
     missing, truncated or corrupted.
     """
     try:
-        reader = tf.train.load_checkpoint(prefix)
+        reader = _reader(prefix)
         names = sorted(filter(include, reader.get_variable_to_shape_map()))
     except _READ_ERRORS as e:
         raise CheckpointError(
@@ -146,9 +164,16 @@ def check_checkpoint_files(prefix: str) -> None:
     collections.deque(read_checkpoint_tensors(prefix), maxlen=0)
 
 
+def _reader(prefix: str):
+    # The reader itself, not tf.train.load_checkpoint / list_variables: those first ask
+    # isdir(prefix), which ram:// answers True for any prefix of a file name (ckpt-4 of
+    # ckpt-4.index).
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
 def checkpoint_children(prefix: str) -> set[str]:
     """Names of the root's children stored in the checkpoint at `prefix` (e.g. `encoder`)."""
-    names = (name for name, _ in tf.train.list_variables(prefix))
+    names = _reader(prefix).get_variable_to_shape_map()
     return {name.split("/", 1)[0] for name in names if not name.startswith("_CHECKPOINTABLE")}
 
 

@@ -43,8 +43,15 @@ def available_commands() -> list[str]:
     return [c for c in COMMANDS if importlib.util.find_spec(_module_name(c)) is not None]
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line, like every other error (exit 2)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="albert-tf", description="ALBERT for TensorFlow 2 and Keras, with TF-Hub export."
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

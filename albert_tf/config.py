@@ -11,6 +11,12 @@ from typing import Any
 
 from albert_tf.errors import ConfigError
 
+# The files of a checkpoint directory (albert_tf.checkpoint) besides the checkpoint itself; the
+# exported encoder's assets carry the same names.
+CONFIG_FILE = "albert_config.json"
+SP_MODEL_FILE = "spm.model"
+SP_VOCAB_FILE = "spm.vocab"
+
 # Activation names accepted in `hidden_act`. In an ALBERT config "gelu" is the tanh approximation
 # (the original code's `gelu`); Hugging Face calls that one "gelu_new" and the erf form "gelu".
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_exact", "gelu_python", "relu", "swish")
@@ -121,6 +127,8 @@ class AlbertConfig:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as e:
             raise ConfigError(f"cannot read config {path}: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"config {path} is not a JSON text file (not UTF-8)") from None
         try:
             return cls.from_json_string(text)
         except ConfigError as e:
@@ -191,7 +199,7 @@ def resolve_config(spec: str | os.PathLike | AlbertConfig) -> AlbertConfig:
     if name in PRESETS:
         return PRESETS[name]
     if os.path.isdir(name):
-        name = os.path.join(name, "albert_config.json")
+        name = os.path.join(name, CONFIG_FILE)
     if not os.path.exists(name):
         raise ConfigError(f"{spec!r} is neither a preset ({', '.join(PRESETS)}) nor a config file")
     return AlbertConfig.from_json_file(name)

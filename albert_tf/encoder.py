@@ -1,14 +1,25 @@
-"""`AlbertEncoder`: factorized embeddings, grouped weight sharing, pooler; the TF-Hub contract."""
+"""`AlbertEncoder`: factorized embeddings, grouped weight sharing, pooler; the TF-Hub contract.
+
+`plain_forward` (the end of this file) is ALBERT's inference forward pass written out top to
+bottom on the encoder's variables: separate query/key/value matmuls, softmax and LayerNorm as in
+the paper, float32, no caching. `AlbertEncoder.call` runs the same arithmetic through the speed
+paths of `layers/fast.py` (one [H, 3H] QKV kernel with the scale folded in, weights cast once
+per call for blocks reused across layers, 2-D matmuls) and `layers/fused.py` (oneDNN's fused
+LayerNorm and softmax inside `fused_cpu_inference()`); each is tested equal to `plain_forward`
+(tests/test_plain_forward.py).
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import tensorflow as tf
 import tf_keras as keras
 
 from albert_tf.config import AlbertConfig
-from albert_tf.layers.attention import attention_bias
+from albert_tf.layers import fast
+from albert_tf.layers.attention import MASK_LOGIT, attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer_block import TransformerBlock
 
@@ -114,7 +125,7 @@ class AlbertEncoder(keras.Model):
         encoder_outputs = []
         for layer_blocks in self.blocks:
             for block in layer_blocks:
-                prepared = None if cache is None else block.prepared_weights(cache)
+                prepared = None if cache is None else fast.block_weights(block, cache)
                 x = block(x, bias, training=training, prepared=prepared)
                 encoder_outputs.append(tf.cast(x, tf.float32))
 
@@ -139,3 +150,66 @@ class AlbertEncoder(keras.Model):
     def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> AlbertEncoder:
         config = dict(config)
         return cls(AlbertConfig.from_dict(config.pop("config")), **config)
+
+
+# === The forward pass, plainly (the reference for the layers' speed paths) ===
+
+
+def _layer_norm(x: tf.Tensor, norm: keras.layers.LayerNormalization) -> tf.Tensor:
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+    return (x - mean) / tf.sqrt(variance + norm.epsilon) * norm.gamma + norm.beta
+
+
+def _dense(x: tf.Tensor, dense: keras.layers.Dense) -> tf.Tensor:
+    return tf.einsum("bsi,io->bso", x, dense.kernel) + dense.bias
+
+
+def plain_forward(encoder: AlbertEncoder, inputs: dict[str, tf.Tensor]) -> dict[str, Any]:
+    """The encoder's inference outputs (float32, no dropout) computed plainly from its variables.
+
+    Same inputs and outputs as `AlbertEncoder.call`. Slow (every block's weights are read per
+    layer, three attention matmuls); for tests and for reading.
+    """
+    config = encoder.config
+    word_ids = tf.cast(inputs["input_word_ids"], tf.int32)  # [B, S]
+    type_ids = tf.cast(inputs["input_type_ids"], tf.int32)  # [B, S]
+    mask = tf.cast(inputs["input_mask"], tf.float32)  # [B, S]
+    batch, seq = tf.shape(word_ids)[0], tf.shape(word_ids)[1]
+
+    # Embeddings: word + token type + position (width E), LayerNorm, projection E -> H.
+    embeddings = encoder.embeddings
+    x = tf.gather(embeddings.word_embeddings, word_ids)  # [B, S, E]
+    x += tf.gather(embeddings.token_type_embeddings, type_ids)  # [B, S, E]
+    x += embeddings.position_embeddings[tf.newaxis, :seq]  # [1, S, E]
+    x = _layer_norm(x, embeddings.layer_norm)
+    if encoder.embedding_projection is not None:
+        x = _dense(x, encoder.embedding_projection)  # [B, S, H]
+
+    # Attention bias: -10000 on the logits of padding keys.
+    bias = (1.0 - mask[:, tf.newaxis, tf.newaxis, :]) * MASK_LOGIT  # [B, 1, 1, S]
+    heads, head_size = config.num_attention_heads, config.head_size
+
+    def split_heads(t: tf.Tensor) -> tf.Tensor:
+        t = tf.reshape(t, [batch, seq, heads, head_size])  # [B, S, N, D]
+        return tf.transpose(t, [0, 2, 1, 3])  # [B, N, S, D]
+
+    encoder_outputs = []
+    for layer_blocks in encoder.blocks:
+        for block in layer_blocks:
+            attention = block.attention
+            q = split_heads(_dense(x, attention.query))
+            k = split_heads(_dense(x, attention.key))
+            v = split_heads(_dense(x, attention.value))
+            logits = tf.matmul(q, k, transpose_b=True) / math.sqrt(head_size)  # [B, N, S, S]
+            probs = tf.nn.softmax(logits + bias, axis=-1)
+            context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [B, S, N, D]
+            context = tf.reshape(context, [batch, seq, config.hidden_size])  # [B, S, H]
+            x = _layer_norm(x + _dense(context, attention.output_dense), block.attention_norm)
+
+            ffn = block.ffn
+            hidden = ffn.intermediate.activation(_dense(x, ffn.intermediate))  # [B, S, F]
+            x = _layer_norm(x + _dense(hidden, ffn.output_dense), block.ffn_norm)
+            encoder_outputs.append(x)
+
+    pooled_output = tf.tanh(tf.matmul(x[:, 0], encoder.pooler.kernel) + encoder.pooler.bias)
+    return dict(sequence_output=x, pooled_output=pooled_output, encoder_outputs=encoder_outputs)

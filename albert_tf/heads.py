@@ -19,13 +19,24 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call: `sequence_output [B, S, H]`, `masked_lm_positions` int32 [B, P] or None (all S
     positions) -> float32 logits [B, P, V]. `embedding_table` is the encoder's [V, E] word
-    embeddings (tracked here too, so this layer's own weights include it).
+    embeddings (tracked here too, so this layer's own weights include it). Without one (a head
+    rebuilt by `from_config`: a variable cannot be serialized) the head makes its own [V, E]
+    table, untied, in the same place among its weights, so `set_weights` fills it.
     """
 
-    def __init__(self, config: AlbertConfig, embedding_table: tf.Variable, **kwargs: Any) -> None:
+    def __init__(
+        self, config: AlbertConfig, embedding_table: tf.Variable | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("name", "cls/predictions")
         super().__init__(**kwargs)
         self.config = config
+        if embedding_table is None:
+            with tf.init_scope(), tf.name_scope(self.name):
+                embedding_table = self.add_weight(
+                    "embedding_table",
+                    shape=[config.vocab_size, config.embedding_size],
+                    initializer=truncated_normal(config),
+                )
         self.embedding_table = embedding_table
         self.transform = keras.layers.Dense(
             config.embedding_size,
@@ -54,8 +65,13 @@ class MaskedLMHead(keras.layers.Layer):
         return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
 
     def get_config(self) -> dict[str, Any]:
-        """The table is a variable, so it cannot be serialized: pass it again to from_config."""
+        """The config without the table (a variable): from_config makes an untied one."""
         return {**super().get_config(), "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> MaskedLMHead:
+        config = dict(config)
+        return cls(AlbertConfig.from_dict(config.pop("config")), **config)
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")

@@ -66,6 +66,16 @@ def check_can_create(path: str | os.PathLike) -> Path:
     return target
 
 
+def check_output_file(path: str | os.PathLike, overwrite: bool, flag: str) -> Path:
+    """`path` made absolute, for a file output given as `flag`: OutputError if it exists and
+    `overwrite` is False, is a directory, or cannot be created (see check_can_create)."""
+    check_output_path(path, overwrite)
+    target = check_can_create(path)
+    if target.is_dir():
+        raise OutputError(f"{flag} {path} is a directory")
+    return target
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
     """Yields a temporary directory that becomes `path` when the block completes.

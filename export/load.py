@@ -8,11 +8,11 @@ from pathlib import Path
 import tensorflow as tf
 
 from albert_tf.checkpoint import check_checkpoint_files, save_checkpoint_dir, tf_error_reason
-from albert_tf.config import AlbertConfig
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, AlbertConfig
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ExportError
 from albert_tf.heads import MaskedLMHead
-from export.encoder import CONFIG_ASSET, SP_MODEL_ASSET, unique_variables
+from export.encoder import unique_variables
 
 
 def _copy(targets: list[tf.Variable], sources: list[tf.Variable], what: str) -> None:
@@ -42,11 +42,11 @@ def hub_to_checkpoint_dir(
     """
     hub_dir = Path(hub_dir)
     assets = hub_dir / "assets"
-    if not (assets / CONFIG_ASSET).is_file():
+    if not (assets / CONFIG_FILE).is_file():
         raise ExportError(
-            f"{hub_dir} is not an albert-tf encoder SavedModel (no assets/{CONFIG_ASSET})"
+            f"{hub_dir} is not an albert-tf encoder SavedModel (no assets/{CONFIG_FILE})"
         )
-    config = AlbertConfig.from_json_file(assets / CONFIG_ASSET)
+    config = AlbertConfig.from_json_file(assets / CONFIG_FILE)
     check_checkpoint_files(str(hub_dir / "variables" / "variables"))
     try:
         loaded = tf.saved_model.load(str(hub_dir))
@@ -63,7 +63,7 @@ def hub_to_checkpoint_dir(
             list(loaded.mlm.variables)[own:],
             "MLM head",
         )
-    sp_model = assets / SP_MODEL_ASSET
+    sp_model = assets / SP_MODEL_FILE
     return save_checkpoint_dir(
         output_dir,
         config,

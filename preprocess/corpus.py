@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from albert_tf.io_utils import atomic_file
+from preprocess.pretraining_data.documents import split_sentences
 
 TRAIN_FILE = "corpus.txt"
 HELDOUT_FILE = "heldout.txt"
@@ -46,8 +47,6 @@ SKIPPED_DIRS = frozenset(
 
 # A sentence ends at ., ! or ? (optionally closed by a quote or bracket) before an uppercase
 # letter, a digit or a quote. "e.g. foo" and "i.e. bar" do not match (lowercase follows).
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z0-9\"'(])")
-_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "Mr.", "Dr.", "No.", "approx.")
 
 # reST roles (:func:`name`, :class:`~a.B`), literals, emphasis, links and substitutions.
 _ROLE = re.compile(r":[a-zA-Z:]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
@@ -132,26 +131,15 @@ def _paragraph_text(lines: list[str]) -> Iterator[str]:
         yield text
 
 
-def split_sentences(paragraph: str) -> list[str]:
-    """Prose sentences of one paragraph; a period after a common abbreviation does not end one.
-
-    Sentences that look like code, table rows or signatures are dropped.
-    """
-    sentences: list[str] = []
-    pending = ""
-    for piece in _SENTENCE_END.split(paragraph):
-        pending = f"{pending} {piece}".strip() if pending else piece.strip()
-        if not pending.endswith(_ABBREVIATIONS):
-            sentences.append(pending)
-            pending = ""
-    if pending:
-        sentences.append(pending)
-    return [s for s in sentences if _is_prose(s)]
+def prose_sentences(paragraph: str) -> list[str]:
+    """Prose sentences of one paragraph (pretraining data's split_sentences); sentences that
+    look like code, table rows or signatures are dropped."""
+    return [s for s in split_sentences(paragraph) if _is_prose(s)]
 
 
 def document_sentences(texts: list[str]) -> list[str]:
     """Cleaned sentences of one document made of several raw texts (docstrings or a topic)."""
-    return [s for text in texts for p in _paragraphs(text) for s in split_sentences(p)]
+    return [s for text in texts for p in _paragraphs(text) for s in prose_sentences(p)]
 
 
 def _docstrings(tree: ast.AST) -> Iterator[str]:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from albert_tf.errors import DataError, TokenizerError
-from albert_tf.io_utils import atomic_file, check_output_path
+from albert_tf.io_utils import atomic_file, check_can_create, check_output_path
 from preprocess.normalize import preprocess_text
 from preprocess.tokenizer import CLS, MASK, SEP, load_sp_model
 
@@ -46,9 +46,14 @@ def _read_lines(path: Path) -> Iterator[str]:
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as f:
-            for raw in f:
-                yield raw.decode("utf-8", errors="replace")
-    except OSError as e:
+            for number, raw in enumerate(f, 1):
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataError(
+                        f"{path} is not UTF-8 text (line {number}: {e.reason})"
+                    ) from None
+    except (OSError, EOFError) as e:
         raise DataError(f"cannot read {path}: {e}") from None
 
 
@@ -62,7 +67,10 @@ def write_normalized_corpus(files: Sequence[Path], output: Path, do_lower_case: 
     count = 0
     with (
         open(output, "w", encoding="utf-8") as out,
-        tqdm(desc="normalizing", unit=" lines", unit_scale=True, mininterval=1.0) as bar,
+        # disable=None: no bar when stderr is not a terminal (logs, pipes, tests).
+        tqdm(
+            desc="normalizing", unit=" lines", unit_scale=True, mininterval=1.0, disable=None
+        ) as bar,
     ):
         for path in files:
             for line in _read_lines(path):
@@ -114,18 +122,26 @@ def train_sentencepiece(
 
     if vocab_size < MIN_VOCAB_SIZE:
         raise TokenizerError(
-            f"vocab size {vocab_size} is too small: ALBERT's special and user-defined symbols "
+            f"--vocab-size {vocab_size} is too small: ALBERT's special and user-defined symbols "
             f"alone take {MIN_VOCAB_SIZE - 1} ids"
         )
+    # SentencePiece's own bounds, checked here so that the flag is named.
+    if not 0.98 <= character_coverage <= 1.0:
+        raise TokenizerError(f"--character-coverage must be in [0.98, 1], got {character_coverage}")
+    if input_sentence_size < 0:
+        raise TokenizerError(f"--input-sentence-size must be >= 0, got {input_sentence_size}")
+    if num_threads is not None and num_threads < 1:
+        raise TokenizerError(f"--threads must be positive, got {num_threads}")
     prefix = Path(output_prefix)
     targets = [prefix.with_name(prefix.name + ext) for ext in (".model", ".vocab")]
     for target in targets:
         check_output_path(target, overwrite)
+        check_can_create(target)
     files = expand_inputs(inputs)
     with tempfile.TemporaryDirectory(prefix="albert-spm-") as work:
         corpus = Path(work) / "corpus.txt"
         if write_normalized_corpus(files, corpus, do_lower_case) == 0:
-            raise DataError(f"the input files ({len(files)}) hold no text")
+            raise DataError(f"the input holds no text: {', '.join(map(str, files))}")
         trained = Path(work) / "spm"
         print(f"training SentencePiece ({model_type}, vocab {vocab_size}) ...", flush=True)
         spm.set_random_generator_seed(seed)

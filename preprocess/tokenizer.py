@@ -18,21 +18,31 @@ PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
 REQUIRED_PIECES = (PAD, CLS, SEP, MASK)
 
 
-def load_sp_model(sp_model_path: str | os.PathLike):
-    """Loads a SentencePiece model and checks it holds ALBERT's special pieces.
+def load_sp_model(sp_model_path: str | os.PathLike, vocab_size: int | None = None):
+    """Loads a SentencePiece model and checks it holds ALBERT's special pieces (and, given
+    `vocab_size`, exactly that many pieces): the one check of a SentencePiece model.
 
-    Returns a `sentencepiece.SentencePieceProcessor`. Raises `TokenizerError` (one line naming
-    the problem) if the file is missing, is not a SentencePiece model, or lacks one of `<pad>`,
-    `[CLS]`, `[SEP]`, `[MASK]`.
+    `sp_model_path` is a local path or a tf.io.gfile URL (gs://...). Returns a
+    `sentencepiece.SentencePieceProcessor`. Raises `TokenizerError` (one line naming the
+    problem) if the file is missing, is not a SentencePiece model, lacks one of `<pad>`,
+    `[CLS]`, `[SEP]`, `[MASK]`, or has another number of pieces than `vocab_size`.
     """
     import sentencepiece as spm
 
-    path = Path(sp_model_path)
-    if not path.is_file():
-        raise TokenizerError(f"SentencePiece model {path} not found")
-    sp = spm.SentencePieceProcessor()
+    from albert_tf.io_utils import gfile_errors, is_file, is_remote, path_str
+
+    path = path_str(sp_model_path)
+    with gfile_errors(TokenizerError, f"cannot read SentencePiece model {path}"):
+        if not is_file(path):
+            raise TokenizerError(f"SentencePiece model {path} not found")
+        if is_remote(path):
+            import tensorflow as tf
+
+            source = {"model_proto": tf.io.gfile.GFile(path, "rb").read()}
+        else:
+            source = {"model_file": path}
     try:
-        sp.load(str(path))
+        sp = spm.SentencePieceProcessor(**source)
     except (RuntimeError, OSError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise TokenizerError(
@@ -43,6 +53,11 @@ def load_sp_model(sp_model_path: str | os.PathLike):
         raise TokenizerError(
             f"SentencePiece model {path} lacks ALBERT's special piece(s) {', '.join(missing)}"
             " (train it with `albert-tf train-tokenizer`)"
+        )
+    if vocab_size is not None and sp.get_piece_size() != vocab_size:
+        raise TokenizerError(
+            f"SentencePiece model {path} has {sp.get_piece_size()} pieces but the config has "
+            f"vocab_size {vocab_size}"
         )
     return sp
 

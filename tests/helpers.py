@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -314,6 +315,22 @@ def read_pretraining_records(output_dir: Path) -> dict[str, np.ndarray]:
     return {k: np.concatenate([b[k].numpy() for b in batches]) for k in spec}
 
 
+# === Files the commands read ===
+
+TINY_FINETUNE_CONFIG = {
+    "vocab_size": 1000,
+    "embedding_size": 16,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_hidden_groups": 1,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+    "inner_group_num": 1,
+    "hidden_act": "gelu",
+    "max_position_embeddings": 64,
+}
+
+
 def write_pretraining_records(
     path,
     count,
@@ -332,6 +349,7 @@ def write_pretraining_records(
     (max_seq_length, max_predictions_per_seq, vocab_size, num_instances). `unmasked` writes
     `--no-mask` records (token_boundary instead of the masked_lm features). `sentence_task`,
     when given, is recorded in the metadata.
+    `--no-mask` records (token_boundary instead of the masked_lm features).
     """
     rng = np.random.default_rng(seed)
 
@@ -383,3 +401,73 @@ def write_pretraining_records(
             )
         )
     return path
+
+
+def write_config(directory, **overrides):
+    """directory/albert_config.json: TINY_FINETUNE_CONFIG with `overrides`."""
+    path = directory / "albert_config.json"
+    path.write_text(json.dumps({**TINY_FINETUNE_CONFIG, **overrides}))
+    return path
+
+
+def finetune_files(
+    root,
+    task,
+    train,
+    *,
+    init="random",
+    train_file="train.tsv",
+    eval_file="dev.tsv",
+    output="model",
+    **settings,
+):
+    """Fine-tunes `init` on root/train_file (evaluating on root/eval_file unless None) into
+    root/output, quietly. From "random", TINY_FINETUNE_CONFIG and the fixture tokenizer by default."""
+    from albert_tf.finetune.trainer import FinetuneSettings, finetune
+    from tests.conftest import FIXTURES
+
+    if init == "random":
+        settings.setdefault("sp_model", str(FIXTURES / "tokenizer" / "spm.model"))
+        if "config" not in settings:
+            settings["config"] = str(write_config(root))
+    return finetune(
+        FinetuneSettings(
+            train_path=str(root / train_file),
+            output_dir=str(root / output),
+            init=str(init),
+            task=task,
+            train=train,
+            eval_path=str(root / eval_file) if eval_file else None,
+            **settings,
+        ),
+        log=lambda line: None,
+    )
+
+
+def write_pairs(path, rows, seed):
+    """A GLUE-style sentence-pair TSV of `rows` yes/no examples."""
+    rng = random.Random(seed)
+    good, bad = ["good", "great", "fine"], ["bad", "awful", "poor"]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("index\tsentence1\tsentence2\tlabel\n")
+        for i in range(rows):
+            label = rng.choice(["yes", "no"])
+            word = rng.choice(good if label == "yes" else bad)
+            long_tail = " and then some more words" * rng.randint(0, 2)
+            f.write(f"{i}\tThe film was {word}{long_tail}.\tIs it worth it?\t{label}\n")
+
+
+# === Damaged files ===
+
+
+def overwrite_mid_file(path: Path, at: float = 0.5) -> None:
+    """8 bytes overwritten at fraction `at` of the file, as a bad disk or copy does."""
+    with open(path, "r+b") as f:
+        f.seek(int(Path(path).stat().st_size * at))
+        f.write(b"\xde\xad\xbe\xef\x01\x02\x03\x04")
+
+
+def truncate(path: Path) -> None:
+    """Keeps the first third of the file, as an interrupted copy does."""
+    path = Path(path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])

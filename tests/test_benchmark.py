@@ -117,7 +117,7 @@ def test_rounds_pool_each_jobs_steps():
     [
         (["--cases", "inference,warp"], "unknown case 'warp'"),
         (["--peers", "jax"], "unknown peer 'jax'"),
-        (["--iters", "0"], "--iters >= 1"),
+        (["--iters", "0"], "--iters must be >= 1"),
         (["--rounds", "0"], "--rounds must be >= 1"),
     ],
 )

@@ -14,20 +14,9 @@ import numpy as np
 import pytest
 
 from albert_tf.cli import main
-from tests.helpers import one_error_line
+from tests.helpers import one_error_line, overwrite_mid_file, truncate
 
 DATA = "ckpt-1.data-00000-of-00001"
-
-
-def _overwrite_mid_file(path: Path) -> None:
-    """8 bytes overwritten in the middle, as a bad disk or copy does."""
-    with open(path, "r+b") as f:
-        f.seek(path.stat().st_size // 2)
-        f.write(b"\xde\xad\xbe\xef\x01\x02\x03\x04")
-
-
-def _truncate(path: Path) -> None:
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
 
 
 def _remove(path: Path) -> None:
@@ -36,11 +25,11 @@ def _remove(path: Path) -> None:
 
 # (damaged file, damage, what the line says about it)
 CASES = [
-    (DATA, _overwrite_mid_file, "is corrupt or unreadable: Checksum does not match"),
-    (DATA, _truncate, "is corrupt or unreadable"),
+    (DATA, overwrite_mid_file, "is corrupt or unreadable: Checksum does not match"),
+    (DATA, truncate, "is corrupt or unreadable"),
     (DATA, _remove, "is corrupt or unreadable"),
-    ("ckpt-1.index", _overwrite_mid_file, "is corrupt or unreadable"),
-    ("ckpt-1.index", _truncate, "is corrupt or unreadable"),
+    ("ckpt-1.index", overwrite_mid_file, "is corrupt or unreadable"),
+    ("ckpt-1.index", truncate, "is corrupt or unreadable"),
     ("ckpt-1.index", _remove, "does not exist"),
     ("checkpoint", lambda path: path.write_bytes(b"garbage\x00\x01"), "is corrupt"),
 ]
@@ -82,7 +71,7 @@ def test_export_from_hub_names_the_damaged_variables(groups, tmp_path, capfd):
     encoder = tmp_path / "encoder"
     shutil.copytree(groups["bundle"].encoder, encoder)
     (data,) = (encoder / "variables").glob("variables.data-*")
-    _overwrite_mid_file(data)
+    overwrite_mid_file(data)
     argv = ["export", "--from-hub", str(encoder)]
     _fails_naming(capfd, argv, tmp_path / "out", f"checkpoint file {data} is corrupt")
 
@@ -92,7 +81,7 @@ def test_convert_tf1_names_the_damaged_file(fixtures_dir, tmp_path, capfd):
     for path in source.glob("model.ckpt.*"):
         shutil.copy(path, tmp_path)
     (data,) = tmp_path.glob("model.ckpt.data-*")
-    _overwrite_mid_file(data)
+    overwrite_mid_file(data)
     argv = ["convert", "--tf1-checkpoint", str(tmp_path / "model.ckpt")]
     argv += ["--config", str(source / "albert_config.json")]
     expected = f"checkpoint file {data} is corrupt or unreadable: Checksum does not match"
@@ -108,6 +97,6 @@ def test_convert_hf_names_the_damaged_file(tmp_path, capfd):
     (hf / "config.json").write_text(json.dumps(config))
     weights = hf / "model.safetensors"
     save_file({"embeddings.word_embeddings.weight": np.zeros((97, 16), np.float32)}, weights)
-    _truncate(weights)
+    truncate(weights)
     argv = ["convert", "--hf-checkpoint", str(hf)]
     _fails_naming(capfd, argv, tmp_path / "out", f"checkpoint file {weights} is corrupt")

@@ -164,7 +164,7 @@ def test_sp_vocab_size_mismatch(groups, tmp_path, fixtures_dir, capsys):
     )
     assert code == 2
     line = _error_line(err)
-    assert "1000 pieces" in line and "vocab_size is 97" in line
+    assert "1000 pieces" in line and "vocab_size 97" in line
     assert not output.exists() and not _leftovers(tmp_path, "out")
 
 

@@ -4,7 +4,6 @@ bad input fails with one line and exit code 2."""
 from __future__ import annotations
 
 import json
-import random
 
 import numpy as np
 import pytest
@@ -15,71 +14,10 @@ from albert_tf.checkpoint import checkpoint_children
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
-from tests.conftest import FIXTURES
+from albert_tf.finetune.trainer import TrainSettings
+from tests.helpers import finetune_files, write_config, write_pairs
 
-TINY = {
-    "vocab_size": 1000,
-    "embedding_size": 16,
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_hidden_groups": 1,
-    "num_attention_heads": 4,
-    "intermediate_size": 64,
-    "inner_group_num": 1,
-    "hidden_act": "gelu",
-    "max_position_embeddings": 64,
-}
 FAST = TrainSettings(epochs=2, batch_size=8, learning_rate=1e-3, dtype="float32", seed=1)
-
-
-def write_config(directory, **overrides):
-    path = directory / "albert_config.json"
-    path.write_text(json.dumps({**TINY, **overrides}))
-    return path
-
-
-def finetune_files(
-    root,
-    task,
-    train,
-    *,
-    init="random",
-    train_file="train.tsv",
-    eval_file="dev.tsv",
-    output="model",
-    **settings,
-):
-    """Fine-tunes `init` on root/train_file (evaluating on root/eval_file unless None) into
-    root/output, quietly. From "random", the TINY config and the fixture tokenizer by default."""
-    if init == "random":
-        settings.setdefault("sp_model", str(FIXTURES / "tokenizer" / "spm.model"))
-        if "config" not in settings:
-            settings["config"] = str(write_config(root))
-    return finetune(
-        FinetuneSettings(
-            train_path=str(root / train_file),
-            output_dir=str(root / output),
-            init=str(init),
-            task=task,
-            train=train,
-            eval_path=str(root / eval_file) if eval_file else None,
-            **settings,
-        ),
-        log=lambda line: None,
-    )
-
-
-def write_pairs(path, rows, seed):
-    rng = random.Random(seed)
-    good, bad = ["good", "great", "fine"], ["bad", "awful", "poor"]
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("index\tsentence1\tsentence2\tlabel\n")
-        for i in range(rows):
-            label = rng.choice(["yes", "no"])
-            word = rng.choice(good if label == "yes" else bad)
-            long_tail = " and then some more words" * rng.randint(0, 2)
-            f.write(f"{i}\tThe film was {word}{long_tail}.\tIs it worth it?\t{label}\n")
 
 
 @pytest.fixture(scope="module")
@@ -233,9 +171,9 @@ def test_bad_input_one_line_exit_2(tmp_path, fixtures_dir, capsys):
 
 @pytest.mark.parametrize(("name", "kind"), [("adamw", "AdamWeightDecay"), ("lamb", "LAMB")])
 def test_optimizer_warmup_then_linear_decay(name, kind):
-    from albert_tf.finetune.optimization import build_optimizer
+    from albert_tf.pretraining.optimizer import build_optimizer
 
-    optimizer = build_optimizer(name, 1e-3, steps=100, warmup=10, weight_decay=0.01)
+    optimizer = build_optimizer(1e-3, 100, 10, name=name, weight_decay=0.01)
     assert type(optimizer).__name__ == kind
     schedule = optimizer._get_hyper("learning_rate")
     # warmup reaches the decayed value at step 10 (9e-4) linearly; then 1e-3 * (1 - t / 100)

@@ -17,7 +17,7 @@ from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.tasks import TaskSettings
 from albert_tf.finetune.trainer import TrainSettings
-from tests.test_finetune import finetune_files
+from tests.helpers import finetune_files
 
 HARD_ROWS = [
     ('She said "no" twice.', 'Is it "no"?', "no"),

@@ -20,7 +20,7 @@ from albert_tf.finetune.tasks import TaskSettings
 from albert_tf.finetune.trainer import TrainSettings
 from export.encoder import save_encoder
 from preprocess.spm_train import train_sentencepiece
-from tests.test_finetune import TINY, finetune_files, write_pairs
+from tests.helpers import TINY_FINETUNE_CONFIG, finetune_files, write_pairs
 
 ONE_EPOCH = TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32", seed=2)
 
@@ -77,7 +77,7 @@ def test_tokenizer_larger_than_model_vocab_is_rejected(tmp_path, fixtures_dir):
 
 
 def test_from_tfhub_encoder_directory(tmp_path, fixtures_dir):
-    encoder = AlbertEncoder(AlbertConfig.from_dict({**TINY}))
+    encoder = AlbertEncoder(AlbertConfig.from_dict({**TINY_FINETUNE_CONFIG}))
     hub_dir = tmp_path / "hub"
     save_encoder(hub_dir, encoder, sp_model=fixtures_dir / "tokenizer" / "spm.model")
     write_pairs(tmp_path / "train.tsv", 16, seed=0)
@@ -107,7 +107,7 @@ def test_from_our_checkpoint_dir_via_cli(tmp_path, fixtures_dir):
     from albert_tf import cli
     from albert_tf.checkpoint import save_checkpoint_dir
 
-    encoder = AlbertEncoder(AlbertConfig.from_dict({**TINY}))
+    encoder = AlbertEncoder(AlbertConfig.from_dict({**TINY_FINETUNE_CONFIG}))
     spm = fixtures_dir / "tokenizer" / "spm.model"
     save_checkpoint_dir(tmp_path / "pretrained", encoder.config, encoder, sp_model=spm)
     write_pairs(tmp_path / "train.tsv", 8, seed=0)

@@ -19,7 +19,7 @@ from albert_tf.finetune.tasks import TaskSettings
 from albert_tf.finetune.trainer import TrainSettings
 from preprocess.graph_tokenizer import GraphTokenizer
 from preprocess.tokenizer import AlbertTokenizer
-from tests.test_finetune import finetune_files, write_config
+from tests.helpers import finetune_files, write_config
 
 
 def test_window_starts_cover_the_text_then_stop():

@@ -9,8 +9,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.activations import get_activation, training_activation
+from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ConfigError
-from albert_tf.heads import SentenceOrderHead
+from albert_tf.heads import MaskedLMHead, SentenceOrderHead
 from albert_tf.layers.attention import SelfAttention, attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.transformer_block import FeedForward, TransformerBlock
@@ -101,6 +102,16 @@ def test_embeddings_and_sop_head_config_round_trip():
     for layer in (AlbertEmbeddings(config), SentenceOrderHead(config)):
         rebuilt = type(layer).from_config(layer.get_config())
         assert rebuilt.config == config and rebuilt.name == layer.name
+
+
+def test_mlm_head_config_round_trip():
+    config = helpers.tiny_config()
+    encoder = AlbertEncoder(config)
+    head = MaskedLMHead(config, encoder.get_embedding_table())
+    sequence_output = tf.random.stateless_normal([2, 5, config.hidden_size], seed=[1, 2])
+    rebuilt = helpers.assert_config_round_trip(head, sequence_output)
+    assert rebuilt.embedding_table is not encoder.get_embedding_table()
+    assert rebuilt.name == head.name == "cls/predictions"
 
 
 def test_block_sharing_reuses_sublayers():

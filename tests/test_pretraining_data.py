@@ -369,7 +369,7 @@ def test_cli_writes_data(tmp_path, spm_model, capsys):
         ("exists", "already exists"),
         ("bad_model", "SentencePiece model"),
         ("binary", "not UTF-8"),
-        ("bad_setting", "max_seq_length must be at least 5"),
+        ("bad_setting", "--max-seq-length must be at least 5"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_leaves_nothing(

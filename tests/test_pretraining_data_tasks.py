@@ -278,6 +278,6 @@ def test_unknown_sentence_task_is_a_data_error_before_writing(tmp_path, spm_mode
 
     corpus = tmp_path / "c.txt"
     corpus.write_text(helpers.word_corpus())
-    with pytest.raises(DataError, match="sentence_task must be one of sop, nsp, none"):
+    with pytest.raises(DataError, match="--sentence-task must be one of sop, nsp, none"):
         create_pretraining_data(str(corpus), spm_model, tmp_path / "out", sentence_task="mlm")
     assert not (tmp_path / "out").exists()

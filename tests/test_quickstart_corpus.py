@@ -8,7 +8,7 @@ from preprocess.corpus import (
     build_default_corpus,
     document_sentences,
     is_heldout,
-    split_sentences,
+    prose_sentences,
     stdlib_documents,
 )
 
@@ -39,7 +39,7 @@ def test_split_sentences_keeps_abbreviations_together():
     text = (
         "Call it twice, e.g. after a reset. It returns the same value! Does it stop? Yes, it does."
     )
-    assert split_sentences(text) == [
+    assert prose_sentences(text) == [
         "Call it twice, e.g. after a reset.",
         "It returns the same value!",
         "Does it stop?",
@@ -48,9 +48,9 @@ def test_split_sentences_keeps_abbreviations_together():
 
 
 def test_split_sentences_drops_code_and_signatures():
-    assert split_sentences("x = f(a[0], b_c) + g(d)") == []
-    assert split_sentences("Usage:") == []
-    assert split_sentences("os.path.join(a_b, c_d.e_f, g_h.i_j)") == []
+    assert prose_sentences("x = f(a[0], b_c) + g(d)") == []
+    assert prose_sentences("Usage:") == []
+    assert prose_sentences("os.path.join(a_b, c_d.e_f, g_h.i_j)") == []
 
 
 def test_document_sentences_removes_doctests_code_and_markup():

@@ -58,7 +58,7 @@ def test_errors(corpus, trained, tmp_path):
     with pytest.raises(DataError, match="matches no files"):
         train_sentencepiece([str(tmp_path / "none*.txt")], 200, tmp_path / "x")
     (tmp_path / "blank.txt").write_text(" \n\t\n")
-    with pytest.raises(DataError, match="hold no text"):
+    with pytest.raises(DataError, match="holds no text"):
         train_sentencepiece([str(tmp_path / "blank.txt")], 200, tmp_path / "x")
     with pytest.raises(DataError, match=r"Vocabulary size too high \(50000\)"):
         train_sentencepiece([str(corpus / "a.txt")], 50000, tmp_path / "x")

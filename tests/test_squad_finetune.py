@@ -14,7 +14,7 @@ from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.tasks import TaskSettings, get_task
 from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
 from preprocess.normalize import preprocess_text
-from tests.test_finetune import write_config
+from tests.helpers import write_config
 
 FACTS = [
     (

@@ -12,7 +12,7 @@ from albert_tf import cli
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.tasks import TaskSettings
 from albert_tf.finetune.trainer import TrainSettings
-from tests.test_finetune import finetune_files
+from tests.helpers import finetune_files
 
 FAST = TrainSettings(epochs=1, batch_size=4, learning_rate=1e-3, dtype="float32", seed=4)
 

@@ -83,14 +83,19 @@ def installed_peers() -> tuple[str, ...]:
 def _validate(options: BenchmarkOptions) -> tuple[str, ...]:
     for case in options.cases:
         if case not in CASES:
-            raise ConfigError(f"unknown case {case!r}; known: {', '.join(CASES)}")
+            raise ConfigError(f"--cases: unknown case {case!r}; known: {', '.join(CASES)}")
     for dtype in options.dtypes:
         if dtype not in BENCH_DTYPES:
             raise ConfigError(f"benchmark dtype {dtype!r} is not one of {', '.join(BENCH_DTYPES)}")
-    if options.warmup < 0 or options.iters < 1 or options.latency_iters < 1:
-        raise ConfigError("--warmup must be >= 0 and --iters >= 1")
-    if options.rounds < 1:
-        raise ConfigError("--rounds must be >= 1")
+    for flag, value, least in (
+        ("--warmup", options.warmup, 0),
+        ("--iters", options.iters, 1),
+        ("--latency-iters", options.latency_iters, 1),
+        ("--rounds", options.rounds, 1),
+        ("--threads", options.intra_threads, 1),
+    ):
+        if value < least:
+            raise ConfigError(f"{flag} must be >= {least}, got {value}")
     if options.hf_bf16 not in ("best", "cast", "autocast"):
         raise ConfigError(f"hf_bf16 {options.hf_bf16!r} is not best, cast or autocast")
     if options.peers is None:

@@ -67,13 +67,10 @@ def run(args: argparse.Namespace) -> int:
 
     from albert_tf.benchmarking import BenchmarkOptions, render_table, run_benchmark
     from albert_tf.dtypes import resolve_dtype
-    from albert_tf.errors import OutputError
-    from albert_tf.io_utils import atomic_file, check_can_create, check_output_path
+    from albert_tf.io_utils import atomic_file, check_output_file
 
     if args.json:  # before minutes of benchmarking, not after
-        check_output_path(args.json, args.overwrite)
-        if check_can_create(args.json).is_dir():
-            raise OutputError(f"--json {args.json} is a directory")
+        check_output_file(args.json, args.overwrite, "--json")
     dtypes = ("float32", "bfloat16") if args.dtype == "all" else (resolve_dtype(args.dtype),)
     options = BenchmarkOptions(
         cases=args.cases,

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from albert_tf.errors import ConfigError
-    from albert_tf.io_utils import atomic_file, check_output_path, is_remote
+    from albert_tf.io_utils import atomic_file, check_output_file, check_output_path, is_remote
     from albert_tf.pretraining.check import CheckSettings, run_check
 
     if args.loops <= 0:
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, name) <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive")
     if args.json:
-        check_output_path(args.json, overwrite=args.overwrite)
+        check_output_file(args.json, args.overwrite, "--json")
     if args.output and not is_remote(args.output):
         check_output_path(args.output, overwrite=args.overwrite)
     fields = {f.name for f in dataclasses.fields(CheckSettings)}

@@ -9,6 +9,7 @@ HELP = "Fine-tune ALBERT on classify, regress, squad, multiple-choice (RACE) or 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from albert_tf.dtypes import DTYPES
     from albert_tf.finetune.data import QUOTINGS
     from albert_tf.finetune.tasks import TASK_NAMES
     from albert_tf.finetune.tasks.base import WINDOW_POOLINGS
@@ -44,7 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--max-steps", type=int, help="stop after this many training steps")
     parser.add_argument("--seed", type=int, default=12345)
-    parser.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+    parser.add_argument(
+        "--dtype", default="auto", choices=DTYPES, help="compute dtype (auto: the machine's best)"
+    )
     text = parser.add_argument_group("classify/regress columns (name or 0-based index)")
     text.add_argument("--text-column")
     text.add_argument("--text-pair-column")

@@ -18,23 +18,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "{label, probabilities}; regress {prediction}; squad {id, answer, char_start, char_end, "
         "null_score_diff}; multiple-choice {id, label, probabilities}; tag {words, tags}",
     )
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     parser.add_argument("--batch-size", type=int, default=64)
 
 
 def run(args: argparse.Namespace) -> int:
     import json
+    import os
     import sys
 
+    from albert_tf.errors import ConfigError, DataError
     from albert_tf.finetune.predict import load_finetuned, predict_file
-    from albert_tf.io_utils import atomic_file
+    from albert_tf.io_utils import atomic_file, check_output_file
 
+    # Every argument is checked before the model loads (and long before anything is written).
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be positive, got {args.batch_size}")
+    if not os.path.exists(args.input):
+        raise DataError(f"--input {args.input} does not exist")
+    if args.output:
+        check_output_file(args.output, args.overwrite, "--output")
     finetuned = load_finetuned(args.model)
     records, scores, task_data = predict_file(finetuned, args.input, args.batch_size)
     for what, count in task_data.skipped.items():
         print(f"{args.input}: {count} {what}", file=sys.stderr)
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if args.output:
-        with atomic_file(args.output) as tmp:
+        with atomic_file(args.output, overwrite=args.overwrite) as tmp:
             tmp.write_text(lines, encoding="utf-8")
     else:
         sys.stdout.write(lines)

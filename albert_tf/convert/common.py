@@ -2,51 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 from tqdm import tqdm
 
-from albert_tf.checkpoint import save_checkpoint_dir
+from albert_tf.checkpoint import CheckpointDir
 from albert_tf.config import AlbertConfig
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
 from albert_tf.heads import MaskedLMHead, SentenceOrderHead
 
 
-@dataclass
-class ConvertedModel:
-    """A model filled from a foreign checkpoint; heads are None when the source had none."""
-
-    config: AlbertConfig
-    encoder: AlbertEncoder
-    mlm_head: MaskedLMHead | None
-    sop_head: SentenceOrderHead | None
-
-    def save(
-        self,
-        output_dir: str | os.PathLike,
-        *,
-        sp_model: str | os.PathLike | None = None,
-        overwrite: bool = False,
-    ) -> Path:
-        """Writes our checkpoint directory (atomic), with `sp_model` as its `spm.model`."""
-        return save_checkpoint_dir(
-            output_dir,
-            self.config,
-            self.encoder,
-            self.mlm_head,
-            self.sop_head,
-            sp_model=sp_model,
-            overwrite=overwrite,
-        )
-
-
-def build_model(config: AlbertConfig, with_mlm: bool, with_sop: bool) -> ConvertedModel:
+def build_model(config: AlbertConfig, with_mlm: bool, with_sop: bool) -> CheckpointDir:
     """A fresh encoder (and heads) whose variables carry the original-scope names."""
     if config.shared_params != "all":
         raise CheckpointError(
@@ -56,10 +25,10 @@ def build_model(config: AlbertConfig, with_mlm: bool, with_sop: bool) -> Convert
     encoder = AlbertEncoder(config)
     mlm = MaskedLMHead(config, encoder.get_embedding_table()) if with_mlm else None
     sop = SentenceOrderHead(config) if with_sop else None
-    return ConvertedModel(config, encoder, mlm, sop)
+    return CheckpointDir(config, encoder, mlm, sop)
 
 
-def variables_by_name(model: ConvertedModel) -> dict[str, tf.Variable]:
+def variables_by_name(model: CheckpointDir) -> dict[str, tf.Variable]:
     """Every variable of the model, keyed by its name without `:0`
     (`encoder/transformer/group_0/inner_group_0/LayerNorm/gamma`, `cls/predictions/output_bias`)."""
     layers = [model.encoder, model.mlm_head, model.sop_head]

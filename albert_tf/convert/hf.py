@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from albert_tf.checkpoint import CheckpointDir
 from albert_tf.config import AlbertConfig
-from albert_tf.convert.common import ConvertedModel, assign_checked, build_model, variables_by_name
+from albert_tf.convert.common import assign_checked, build_model, variables_by_name
 from albert_tf.errors import CheckpointError, ConfigError
 
 WEIGHTS_FILE = "model.safetensors"
@@ -165,7 +166,7 @@ def _check_tied(tensors: dict[str, np.ndarray]) -> None:
             raise CheckpointError(f"{tied} differs from {owner}: untied decoders are not supported")
 
 
-def load_hf_checkpoint(path: str | os.PathLike) -> ConvertedModel:
+def load_hf_checkpoint(path: str | os.PathLike) -> CheckpointDir:
     """Builds our encoder (and the heads present) filled from an HF ALBERT directory.
 
     An `AlbertForMaskedLM` has no pooler: ours keeps its random initialization (a warning is

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.checkpoint import read_checkpoint_tensors
+from albert_tf.checkpoint import CheckpointDir, read_checkpoint_tensors
 from albert_tf.config import AlbertConfig
-from albert_tf.convert.common import ConvertedModel, assign_checked, build_model, variables_by_name
+from albert_tf.convert.common import assign_checked, build_model, variables_by_name
 from albert_tf.errors import CheckpointError
 
 PREFIXES = (
@@ -60,7 +60,7 @@ def read_tf1_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
     return dict(read_checkpoint_tensors(prefix, include=lambda name: not IGNORED.search(name)))
 
 
-def load_tf1_checkpoint(path: str | os.PathLike, config: AlbertConfig) -> ConvertedModel:
+def load_tf1_checkpoint(path: str | os.PathLike, config: AlbertConfig) -> CheckpointDir:
     """Builds our encoder (and the heads the checkpoint has) filled from a TF1 checkpoint.
 
     Raises CheckpointError for unreadable checkpoints, unknown or missing variables and shape

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
+from albert_tf.checkpoint import check_checkpoint_files
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, AlbertConfig
 from albert_tf.dtypes import keras_policy
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
@@ -45,11 +46,11 @@ def _build_model(path: Path, metadata: dict, task: Task) -> TaskModel:
 
         encoder = hub.KerasLayer(str(path / HUB_ENCODER_DIR), trainable=True, name="encoder")
         initializer_range = 0.02
-        config_file = path / "albert_config.json"
+        config_file = path / CONFIG_FILE
         if config_file.is_file():
             initializer_range = AlbertConfig.from_json_file(config_file).initializer_range
     else:
-        config = AlbertConfig.from_json_file(path / "albert_config.json")
+        config = AlbertConfig.from_json_file(path / CONFIG_FILE)
         encoder = AlbertEncoder(config)
         initializer_range = config.initializer_range
     model = TaskModel(encoder, build_head(task, initializer_range), task)
@@ -63,14 +64,18 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     meta_file = path / METADATA_FILE
     if not meta_file.is_file():
         raise CheckpointError(f"{path} is not a fine-tuned model directory (no {METADATA_FILE})")
-    metadata = json.loads(meta_file.read_text(encoding="utf-8"))
+    try:
+        metadata = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{meta_file} is corrupt: {e}") from None
     task = get_task(TaskSettings(**metadata["settings"]))
-    tokenizer = AlbertTokenizer(path / "spm.model", do_lower_case=metadata["do_lower_case"])
+    tokenizer = AlbertTokenizer(path / SP_MODEL_FILE, do_lower_case=metadata["do_lower_case"])
     with keras_policy(metadata.get("dtype", "float32")):
         model = _build_model(path, metadata, task)
     prefix = tf.train.latest_checkpoint(str(path))
     if prefix is None:
         raise CheckpointError(f"no checkpoint in {path}")
+    check_checkpoint_files(prefix)
     status = (
         tf.train.Checkpoint(encoder=model.encoder, task_head=model.task_head)
         .read(prefix)

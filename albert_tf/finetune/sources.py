@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from albert_tf.config import AlbertConfig, resolve_config
+from albert_tf.config import CONFIG_FILE, AlbertConfig, resolve_config
 from albert_tf.errors import CheckpointError, ConfigError
 
 KINDS = ("checkpoint", "tf1", "hub", "random")
@@ -94,10 +94,10 @@ def load_source(
             layer = hub.KerasLayer(str(path), trainable=True, name="encoder")
         except (OSError, ValueError) as e:
             raise CheckpointError(f"cannot load TF-Hub encoder {path}: {e}") from None
-        config_asset = path / "assets" / "albert_config.json"
+        config_asset = path / "assets" / CONFIG_FILE
         hub_config = AlbertConfig.from_json_file(config_asset) if config_asset.is_file() else None
         return Source("hub", layer, hub_config, sp_path or hub_sp_model(path), hub_path=path)
-    if path.is_dir() and (path / "albert_config.json").is_file():
+    if path.is_dir() and (path / CONFIG_FILE).is_file():
         import tensorflow as tf
 
         from albert_tf.checkpoint import checkpoint_children, load_checkpoint_dir
@@ -113,7 +113,7 @@ def load_source(
         raise CheckpointError(
             f"--init {path} is not a checkpoint directory, TF1 ALBERT checkpoint or TF-Hub encoder"
         )
-    config_path = config or Path(prefix).parent / "albert_config.json"
+    config_path = config or Path(prefix).parent / CONFIG_FILE
     if not Path(config_path).is_file() and str(config_path) not in _presets():
         raise ConfigError(f"TF1 checkpoint {prefix} needs --config (its albert_config.json)")
     from albert_tf.convert.tf1 import load_tf1_checkpoint

@@ -19,6 +19,7 @@ import numpy as np
 from albert_tf.errors import ConfigError
 from albert_tf.finetune.alignment import encode_with_offsets
 from albert_tf.finetune.data import SquadExample
+from albert_tf.finetune.tasks.base import softmax
 from preprocess.tokenizer import AlbertTokenizer
 
 
@@ -137,15 +138,6 @@ class SquadPrediction:
     nbest: list[dict]
 
 
-def _softmax(scores: list[float]) -> list[float]:
-    if not scores:
-        return []
-    top = max(scores)
-    exps = [math.exp(s - top) for s in scores]
-    total = sum(exps)
-    return [e / total for e in exps]
-
-
 def postprocess_squad(
     examples: Sequence[SquadExample],
     features: Sequence[SquadFeature],
@@ -206,7 +198,10 @@ def postprocess_squad(
         if version_2_with_negative and math.isfinite(null_score):
             nbest.append({"text": "", "score": null_score, "char_start": -1, "char_end": -1})
             nbest.sort(key=lambda c: -c["score"])
-        for entry, probability in zip(nbest, _softmax([c["score"] for c in nbest]), strict=True):
+        scores = np.array([c["score"] for c in nbest])
+        for entry, probability in zip(
+            nbest, softmax(scores).tolist() if nbest else [], strict=True
+        ):
             entry["probability"] = probability
         best = next((c for c in nbest if c["text"]), None)
         if best is None:

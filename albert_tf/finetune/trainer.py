@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,16 +23,17 @@ import tensorflow as tf
 import tf_keras as keras
 from tqdm import tqdm
 
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
-from albert_tf.errors import ConfigError
+from albert_tf.errors import ConfigError, DataError
 from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
-from albert_tf.finetune.optimization import build_optimizer
 from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
 from albert_tf.finetune.sources import Source, load_source
 from albert_tf.finetune.tasks import Task, TaskData, TaskSettings, get_task
 from albert_tf.io_utils import atomic_dir
+from albert_tf.pretraining.optimizer import build_optimizer
 from preprocess.tokenizer import AlbertTokenizer
 
 SERVING_DIR = "serving"
@@ -98,8 +100,15 @@ def make_tokenizer(source: Source, do_lower_case: bool) -> AlbertTokenizer:
 
 
 def _check_train_settings(run: TrainSettings) -> None:
-    if run.epochs < 1 or run.batch_size < 1:
-        raise ConfigError("--epochs and --batch-size must be positive")
+    for flag, value in (("--epochs", run.epochs), ("--batch-size", run.batch_size)):
+        if value < 1:
+            raise ConfigError(f"{flag} must be positive, got {value}")
+    if run.eval_batch_size < 1:
+        raise ConfigError(f"--eval-batch-size must be positive, got {run.eval_batch_size}")
+    if not (math.isfinite(run.learning_rate) and run.learning_rate > 0):
+        raise ConfigError(f"--learning-rate must be positive, got {run.learning_rate}")
+    if not (math.isfinite(run.weight_decay) and run.weight_decay >= 0):
+        raise ConfigError(f"--weight-decay must be a number >= 0, got {run.weight_decay}")
     if not 0.0 <= run.warmup_proportion <= 1.0:
         raise ConfigError(f"--warmup-proportion must be in [0, 1], got {run.warmup_proportion}")
     if run.max_steps is not None and run.max_steps < 0:
@@ -146,7 +155,11 @@ class _Loop:
             self.total_steps = min(self.total_steps, run.max_steps)
         warmup = int(run.warmup_proportion * self.total_steps)
         optimizer = build_optimizer(
-            run.optimizer, run.learning_rate, max(self.total_steps, 1), warmup, run.weight_decay
+            run.learning_rate,
+            max(self.total_steps, 1),
+            warmup,
+            name=run.optimizer,
+            weight_decay=run.weight_decay,
         )
         self.scaled = dtype == "float16"
         if self.scaled:
@@ -242,6 +255,9 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
     """
     run = settings.train
     _check_train_settings(run)
+    for flag, path in (("--train", settings.train_path), ("--eval", settings.eval_path)):
+        if path is not None and not os.path.exists(path):
+            raise DataError(f"{flag} {path} does not exist")
     task = get_task(settings.task)
     dtype = resolve_dtype(run.dtype)
     keras.utils.set_random_seed(run.seed)
@@ -264,8 +280,8 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
         )
 
         if source.config is not None:
-            source.config.to_json_file(tmp / "albert_config.json")
-        shutil.copyfile(tokenizer.sp_model_path, tmp / "spm.model")
+            source.config.to_json_file(tmp / CONFIG_FILE)
+        shutil.copyfile(tokenizer.sp_model_path, tmp / SP_MODEL_FILE)
         if source.hub_path is not None:
             shutil.copytree(source.hub_path, tmp / HUB_ENCODER_DIR)
         metadata = {

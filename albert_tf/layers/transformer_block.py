@@ -9,6 +9,7 @@ import tf_keras as keras
 
 from albert_tf.activations import get_activation, training_activation
 from albert_tf.config import AlbertConfig
+from albert_tf.layers import fast
 from albert_tf.layers.attention import SelfAttention, build_dense
 from albert_tf.layers.dropout import Dropout
 from albert_tf.layers.embeddings import layer_norm, truncated_normal
@@ -39,37 +40,18 @@ class FeedForward(keras.layers.Layer):
         build_dense([self.output_dense], self.config.intermediate_size)
         super().build(input_shape)
 
-    def prepared_weights(self) -> tuple[tf.Tensor, ...]:
-        """`(intermediate_kernel, intermediate_bias, output_kernel, output_bias)` in the compute
-        dtype (cast once per encoder call when the block is reused, see `AlbertEncoder`)."""
-        return tuple(
-            tf.cast(v, self.compute_dtype)
-            for v in (
-                self.intermediate.kernel,
-                self.intermediate.bias,
-                self.output_dense.kernel,
-                self.output_dense.bias,
-            )
-        )
-
     def call(
         self,
         x: tf.Tensor,
         prepared: tuple[tf.Tensor, ...] | None = None,
         training: bool | None = None,
     ) -> tf.Tensor:
-        if prepared is None:
-            prepared = self.prepared_weights()
-        in_kernel, in_bias, out_kernel, out_bias = prepared
-        # Inference: 2-D matmuls, so oneDNN fuses MatMul + BiasAdd + activation into one kernel.
-        # Training: the same values with a hand-written gradient.
+        weights = prepared if prepared is not None else fast.ffn_weights(self)
+        # Training: the same activation values with a hand-written gradient.
         activation = self.intermediate.activation
         if training is True:
             activation = training_activation(self.config.hidden_act)
-        flat = tf.reshape(x, [-1, self.config.hidden_size])  # [B*S, H]
-        hidden = activation(tf.nn.bias_add(tf.matmul(flat, in_kernel), in_bias))
-        output = tf.nn.bias_add(tf.matmul(hidden, out_kernel), out_bias)  # [B*S, H]
-        return tf.reshape(output, tf.shape(x))  # [B, S, H]
+        return fast.feed_forward(x, weights, activation)
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "config": self.config.to_dict()}
@@ -87,7 +69,7 @@ class TransformerBlock(keras.layers.Layer):
     `share_attention_with` / `share_ffn_with` name another block whose attention (with
     `LayerNorm`) or FFN (with `LayerNorm_1`) this block reuses: the `shared_params` ablations.
     Call: `x [B, S, H]`, `bias [B, 1, 1, S]` float32, optionally `prepared` (from
-    `prepared_weights`) -> `[B, S, H]` in the compute dtype.
+    `fast.block_weights`) -> `[B, S, H]` in the compute dtype.
     """
 
     def __init__(
@@ -115,17 +97,6 @@ class TransformerBlock(keras.layers.Layer):
             self.ffn = share_ffn_with.ffn
             self.ffn_norm = share_ffn_with.ffn_norm
         self.dropout = Dropout(config.hidden_dropout_prob)
-
-    def prepared_weights(self, cache: dict[int, tuple[tf.Tensor, ...]]) -> tuple[Any, Any]:
-        """The attention's and the FFN's `prepared_weights`, memoized in `cache` by sublayer, so
-        blocks that share a sublayer share its prepared weights too."""
-
-        def memo(layer: SelfAttention | FeedForward) -> tuple[tf.Tensor, ...]:
-            if id(layer) not in cache:
-                cache[id(layer)] = layer.prepared_weights()
-            return cache[id(layer)]
-
-        return memo(self.attention), memo(self.ffn)
 
     def call(
         self,

@@ -94,9 +94,24 @@ def _first_example(path: str) -> tf.train.Example:
         for record in tf.data.TFRecordDataset(path).take(1):
             return tf.train.Example.FromString(record.numpy())
     except (tf.errors.OpError, ValueError) as e:
-        message = getattr(e, "message", str(e)).splitlines()[0]
-        raise DataError(f"{path} is not a readable TFRecord file: {message}") from None
+        from albert_tf.checkpoint import tf_error_reason
+
+        raise DataError(f"{path} is not a readable TFRecord file: {tf_error_reason(e)}") from None
     raise DataError(f"{path} holds no records")
+
+
+def find_corrupt_shard(files: tuple[str, ...] | list[str]) -> tuple[str, str] | None:
+    """(file, TF's reason) for the first of `files` holding a record whose length or checksum
+    is wrong, or None. Reads every record: for naming the file after a read failed."""
+    from albert_tf.checkpoint import tf_error_reason
+
+    for path in files:
+        try:
+            for _ in tf.data.TFRecordDataset(path).batch(1024):
+                pass
+        except tf.errors.DataLossError as e:
+            return path, tf_error_reason(e)
+    return None
 
 
 def _example_shapes(path: str, masked: bool = True) -> tuple[int, int]:

@@ -19,14 +19,15 @@ from typing import Any
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from albert_tf.checkpoint import latest_checkpoint, tf_error_reason
+from albert_tf.checkpoint import checkpoint_children, latest_checkpoint, tf_error_reason
+from albert_tf.config import CONFIG_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError, DataError
 from albert_tf.io_utils import gfile_errors, is_file, join, parent, path_str
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.loop import TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
-from albert_tf.pretraining.run_dir import CONFIG_FILE, checkpoint_roots, read_config
+from albert_tf.pretraining.run_dir import read_config
 from albert_tf.pretraining.strategy import device_type, make_strategy
 from albert_tf.pretraining.trainer import distribute
 
@@ -55,7 +56,7 @@ def _restore(loop: TrainLoop, prefix: str, sentence_task: str) -> int | None:
     """Restores the encoder and heads from `prefix` into `loop`; returns the checkpoint's step
     (None when it has none, as a converted checkpoint)."""
     with gfile_errors(CheckpointError, f"cannot read checkpoint {prefix}"):
-        roots = checkpoint_roots(prefix)
+        roots = checkpoint_children(prefix)
         reader = tf.train.load_checkpoint(prefix)
         step = int(reader.get_tensor(STEP_TENSOR)) if reader.has_tensor(STEP_TENSOR) else None
     needed = ["encoder", "mlm"] + ([] if sentence_task == "none" else ["sop"])

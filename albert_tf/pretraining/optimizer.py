@@ -1,4 +1,5 @@
-"""LAMB with linear warmup and linear decay, built by tf-models-official's OptimizerFactory.
+"""LAMB or AdamW with linear warmup and linear decay, built by tf-models-official's
+OptimizerFactory: the one optimizer builder of pretraining (LAMB) and fine-tuning (either).
 
 Why no TF_USE_LEGACY_KERAS: tf-models-official 2.20 imports `tf_keras` explicitly everywhere in
 `official.modeling.optimization` (never `tf.keras`, which is Keras 3 in TF 2.20), and its LAMB is
@@ -10,6 +11,8 @@ global norm AFTER that aggregation, which is what a distributed custom loop need
 
 from __future__ import annotations
 
+import math
+
 from official.modeling.optimization import optimizer_factory
 from official.modeling.optimization.configs import optimization_config
 
@@ -18,31 +21,42 @@ from albert_tf.errors import ConfigError
 WEIGHT_DECAY_RATE = 0.01
 EXCLUDE_FROM_WEIGHT_DECAY = ["LayerNorm", "layer_norm", "bias"]
 CLIP_NORM = 1.0
+OPTIMIZERS = ("lamb", "adamw")
 
 
 def optimization_settings(
-    learning_rate: float, train_steps: int, warmup_steps: int
+    learning_rate: float,
+    train_steps: int,
+    warmup_steps: int,
+    name: str = "lamb",
+    weight_decay: float = WEIGHT_DECAY_RATE,
 ) -> optimization_config.OptimizationConfig:
     """The original ALBERT recipe as a tf-models-official OptimizationConfig.
 
-    LAMB (beta 0.9/0.999, eps 1e-6, weight decay 0.01 except LayerNorm and biases, global-norm
-    clipping 1.0); learning rate: polynomial (power 1) decay from `learning_rate` to 0 over
-    `train_steps`, overridden during the first `warmup_steps` by a linear ramp from 0 (to the
-    decayed rate at `warmup_steps`: tf-models-official's LinearWarmup, continuous where the
-    original ramped to the peak and then jumped down).
+    `name` (LAMB for pretraining, LAMB or AdamW for fine-tuning) with beta 0.9/0.999, eps 1e-6,
+    `weight_decay` except on LayerNorm and biases, global-norm clipping 1.0; learning rate:
+    polynomial (power 1) decay from `learning_rate` to 0 over `train_steps`, overridden during
+    the first `warmup_steps` by a linear ramp from 0 (to the decayed rate at `warmup_steps`:
+    tf-models-official's LinearWarmup, continuous where the original ramped to the peak and then
+    jumped down). ConfigError naming the flag for a value out of range.
     """
-    if learning_rate <= 0:
-        raise ConfigError(f"learning rate must be positive, got {learning_rate}")
+    if name not in OPTIMIZERS:
+        raise ConfigError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {name!r}")
+    if not (math.isfinite(learning_rate) and learning_rate > 0):
+        raise ConfigError(f"--learning-rate must be positive, got {learning_rate}")
     if train_steps <= 0:
         raise ConfigError(f"train steps must be positive, got {train_steps}")
     if not 0 <= warmup_steps <= train_steps:
         raise ConfigError(f"warmup steps must be in [0, {train_steps}], got {warmup_steps}")
+    if not (math.isfinite(weight_decay) and weight_decay >= 0):
+        raise ConfigError(f"--weight-decay must be a number >= 0, got {weight_decay}")
     settings = {
         "optimizer": {
-            "type": "lamb",
-            "lamb": {
-                "weight_decay_rate": WEIGHT_DECAY_RATE,
+            "type": name,
+            name: {
+                "weight_decay_rate": weight_decay,
                 "exclude_from_weight_decay": EXCLUDE_FROM_WEIGHT_DECAY,
+                "epsilon": 1e-6,
                 "global_clipnorm": CLIP_NORM,
             },
         },
@@ -62,27 +76,25 @@ def optimization_settings(
 
 
 def build_optimizer(
-    learning_rate: float, train_steps: int, warmup_steps: int, dtype: str = "float32"
+    learning_rate: float,
+    train_steps: int,
+    warmup_steps: int,
+    dtype: str = "float32",
+    *,
+    name: str = "lamb",
+    weight_decay: float = WEIGHT_DECAY_RATE,
 ):
-    """A LAMB optimizer (tf_keras legacy) with its schedule; float16 wraps it in loss scaling.
+    """The optimizer of `optimization_settings` (tf_keras legacy) with its schedule; float16
+    wraps it in loss scaling.
 
     Create it inside the distribution strategy's scope.
     """
     import tf_keras as keras
 
     factory = optimizer_factory.OptimizerFactory(
-        optimization_settings(learning_rate, train_steps, warmup_steps)
+        optimization_settings(learning_rate, train_steps, warmup_steps, name, weight_decay)
     )
     optimizer = factory.build_optimizer(factory.build_learning_rate())
     if dtype == "float16":
         optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
     return optimizer
-
-
-def current_learning_rate(optimizer) -> float:
-    """The learning rate the optimizer will apply at its next step."""
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
-    schedule = inner.learning_rate
-    if callable(schedule):
-        return float(schedule(inner.iterations))
-    return float(schedule)

@@ -17,7 +17,14 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig, resolve_config
+from albert_tf.checkpoint import check_checkpoint_files, checkpoint_children
+from albert_tf.config import (
+    CONFIG_FILE,
+    SP_MODEL_FILE,
+    SP_VOCAB_FILE,
+    AlbertConfig,
+    resolve_config,
+)
 from albert_tf.errors import CheckpointError, ConfigError, OutputError, TokenizerError
 from albert_tf.io_utils import (
     atomic_dir,
@@ -30,7 +37,6 @@ from albert_tf.io_utils import (
 )
 
 RUN_FILE = "pretrain_run.json"
-CONFIG_FILE = "albert_config.json"
 # Settings that must be equal to resume a run: they decide which batches come next.
 RESUME_KEYS = ("batch_size", "seed", "max_seq_length", "max_predictions_per_seq")
 # Config fields a continued-pretraining init checkpoint may differ in (not the architecture).
@@ -58,37 +64,6 @@ def load_config(spec: str | os.PathLike | AlbertConfig) -> AlbertConfig:
     return read_config(join(spec, CONFIG_FILE) if directory else spec)
 
 
-def checkpoint_roots(prefix: str) -> set[str]:
-    """The root object names (encoder, mlm, ...) of the variables in checkpoint `prefix`."""
-    # The reader itself, not tf.train.list_variables: that first asks isdir(prefix), which
-    # ram:// answers True for any prefix of a file name (ckpt-4 of ckpt-4.index).
-    reader = tf.compat.v1.train.NewCheckpointReader(prefix)
-    return {name.split("/")[0] for name in reader.get_variable_to_shape_map()}
-
-
-def check_sp_model(sp_model: str | os.PathLike, config: AlbertConfig) -> None:
-    """TokenizerError unless `sp_model` is a SentencePiece model with config.vocab_size pieces."""
-    import sentencepiece
-
-    path = path_str(sp_model)
-    with gfile_errors(TokenizerError, f"cannot read SentencePiece model {path}"):
-        if not is_file(path):
-            raise TokenizerError(f"SentencePiece model {path} does not exist")
-        if is_remote(path):
-            source = {"model_proto": tf.io.gfile.GFile(path, "rb").read()}
-        else:
-            source = {"model_file": path}
-    try:
-        size = sentencepiece.SentencePieceProcessor(**source).get_piece_size()
-    except (RuntimeError, OSError) as e:
-        raise TokenizerError(f"{path} is not a SentencePiece model: {e}") from None
-    if size != config.vocab_size:
-        raise TokenizerError(
-            f"SentencePiece model {path} has {size} pieces but the config has vocab_size "
-            f"{config.vocab_size}"
-        )
-
-
 def check_init_checkpoint(path: str | os.PathLike, config: AlbertConfig) -> str:
     """The checkpoint file prefix in checkpoint dir `path`; CheckpointError if unusable."""
     directory = path_str(path)
@@ -109,7 +84,8 @@ def check_init_checkpoint(path: str | os.PathLike, config: AlbertConfig) -> str:
         prefix = tf.train.latest_checkpoint(str(directory))
         if prefix is None:
             raise CheckpointError(f"{directory} holds no checkpoint")
-        if "encoder" not in checkpoint_roots(prefix):
+        check_checkpoint_files(prefix)
+        if "encoder" not in checkpoint_children(prefix):
             raise CheckpointError(f"{prefix} has no 'encoder' object (not an albert-tf checkpoint)")
     return prefix
 
@@ -185,7 +161,7 @@ def _sp_files(sp_model: str | None) -> list[tuple[str, str]]:
         return []
     vocab = os.path.splitext(sp_model)[0] + ".vocab"
     with gfile_errors(TokenizerError, f"cannot read {vocab}"):
-        return [(sp_model, "spm.model")] + ([(vocab, "spm.vocab")] if is_file(vocab) else [])
+        return [(sp_model, SP_MODEL_FILE)] + ([(vocab, SP_VOCAB_FILE)] if is_file(vocab) else [])
 
 
 def _prepare_remote_output(

@@ -14,10 +14,11 @@ import os
 from typing import Any
 
 from albert_tf.config import AlbertConfig
+from albert_tf.dtypes import DTYPES
 from albert_tf.errors import ConfigError
 
 JIT_CHOICES = ("auto", "on", "off")
-DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
+DTYPE_CHOICES = DTYPES
 STRATEGY_CHOICES = ("default", "mirrored", "multi_worker", "tpu")
 # The sentence task of pretraining data (create-pretraining-data --sentence-task, recorded in the
 # data's metadata.json): ALBERT's sentence order, BERT's next sentence, or none (MLM alone).

@@ -64,11 +64,3 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
         return True
     task_type, task_id = resolver.task_type, resolver.task_id
     return task_type in (None, "chief") or (task_type == "worker" and task_id == 0)
-
-
-def worker_index(strategy: tf.distribute.Strategy) -> int:
-    """This worker's index among the input pipelines (0 unless multi-worker)."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
-        return 0
-    return int(resolver.task_id or 0)

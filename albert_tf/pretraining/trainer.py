@@ -31,31 +31,34 @@ written without an atomic directory rename).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 from tqdm.auto import tqdm
 
+from albert_tf.checkpoint import check_checkpoint_files, checkpoint_children, tf_error_reason
+from albert_tf.config import SP_MODEL_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
-from albert_tf.errors import CheckpointError, ConfigError
-from albert_tf.io_utils import gfile_errors, is_file, join, path_str
+from albert_tf.errors import CheckpointError, ConfigError, DataError
+from albert_tf.io_utils import gfile_errors, is_file, is_remote, join, path_str
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.loop import SUM_KEYS, TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
 from albert_tf.pretraining.run_dir import (
     check_init_checkpoint,
-    check_sp_model,
-    checkpoint_roots,
     load_config,
     prepare_output,
 )
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.strategy import device_type, is_chief, make_strategy
+from preprocess.tokenizer import load_sp_model
 
 
 @dataclasses.dataclass
@@ -123,13 +126,13 @@ def pretrain(
     check_xla(use_xla, device, replicas)
     sp_model = path_str(settings.sp_model) if settings.sp_model else None
     if sp_model:
-        check_sp_model(sp_model, config)
+        load_sp_model(sp_model, config.vocab_size)
     init = settings.init_checkpoint
     init_prefix = check_init_checkpoint(init, config) if init else None
     if init_prefix and not sp_model:
         with gfile_errors(CheckpointError, f"cannot read init checkpoint {init}"):
-            if is_file(join(init, "spm.model")):
-                sp_model = join(init, "spm.model")
+            if is_file(join(init, SP_MODEL_FILE)):
+                sp_model = join(init, SP_MODEL_FILE)
     dtype = resolve_dtype(settings.dtype, device)
     chief = is_chief(strategy)
     record = settings.record() | {
@@ -138,8 +141,9 @@ def pretrain(
         "sentence_task": spec.sentence_task,
     }
     output = path_str(settings.output)
+    resuming = False
     if chief:
-        prepare_output(output, config, record, sp_model, settings.overwrite)
+        resuming = prepare_output(output, config, record, sp_model, settings.overwrite)
         checkpoint_dir = output
     else:
         # Non-chief workers must save too (collectives), but to a local scratch directory.
@@ -176,6 +180,8 @@ def pretrain(
             )
             latest = tf.train.latest_checkpoint(output)
             if latest:
+                # A damaged file is named as such, not reported as a model mismatch.
+                check_checkpoint_files(latest)
                 loop.checkpoint.restore(latest).assert_existing_objects_matched()
                 log(f"resuming from {latest} (step {int(loop.step.numpy())})")
             elif init_prefix:
@@ -183,6 +189,12 @@ def pretrain(
                 log(f"initialized from {init_prefix}")
             run = _HostLoop(settings, loop, manager, spec, eval_spec, output, chief, log)
             result = run.train(fresh=latest is None, started=started)
+    except BaseException:
+        # A new run that fails before its first checkpoint leaves no directory behind.
+        fresh_local = chief and not resuming and not is_remote(output)
+        if fresh_local and tf.train.latest_checkpoint(output) is None:
+            shutil.rmtree(output, ignore_errors=True)
+        raise
     finally:
         if not chief:
             shutil.rmtree(checkpoint_dir, ignore_errors=True)
@@ -193,7 +205,7 @@ def pretrain(
 
 
 def _restore_init(loop: TrainLoop, prefix: str, log) -> None:
-    names = checkpoint_roots(prefix)
+    names = checkpoint_children(prefix)
     objects = {"encoder": loop.model.encoder}
     for child, head in (("mlm", loop.model.mlm_head), ("sop", loop.model.sop_head)):
         if child in names:
@@ -218,6 +230,20 @@ def distribute(strategy: tf.distribute.Strategy, make_dataset) -> tf.distribute.
         )
 
     return strategy.distribute_datasets_from_function(fn)
+
+
+@contextlib.contextmanager
+def _shard_errors(files: tuple[str, ...], kind: str, manager) -> Iterator[None]:
+    """Turns TF's DataLossError from reading `files` (a record whose length or checksum is
+    wrong) into a DataError naming the shard and the last checkpoint, which the failed loop
+    did not touch."""
+    try:
+        yield
+    except tf.errors.DataLossError as e:
+        shard, reason = data_lib.find_corrupt_shard(files) or (", ".join(files), tf_error_reason(e))
+        latest = manager.latest_checkpoint
+        kept = f"the last checkpoint {latest} is intact" if latest else "no checkpoint was written"
+        raise DataError(f"{kind} shard {shard} is corrupt ({reason}); stopped: {kept}") from None
 
 
 def _write_scalars(writer, metrics: dict[str, float], step: int) -> None:
@@ -252,6 +278,7 @@ class _HostLoop:
         )
         self.show_progress = chief and settings.progress
         self.eval_set = None
+        self.eval_files = eval_spec.files if eval_spec is not None else ()
         if eval_spec is not None:
             self.eval_set = distribute(
                 loop.strategy,
@@ -269,7 +296,8 @@ class _HostLoop:
         if self.eval_set is None:
             return
         begin = time.monotonic()
-        metrics = metrics_from_sums(self.loop.evaluate_sums(self.eval_set), self.eval_task)
+        with _shard_errors(self.eval_files, "held-out", self.manager):
+            metrics = metrics_from_sums(self.loop.evaluate_sums(self.eval_set), self.eval_task)
         self.eval_seconds = time.monotonic() - begin
         _write_scalars(self.eval_writer, metrics, at_step)
         self.result.eval_history.append({"step": at_step, **metrics})
@@ -338,7 +366,8 @@ class _HostLoop:
         while step < s.train_steps:
             steps = self.loop_length(step)
             begin = time.monotonic()
-            rows = loop.run(iterator, steps)
+            with _shard_errors(self.spec.files, "training", self.manager):
+                rows = loop.run(iterator, steps)
             seconds = time.monotonic() - begin
             result.loop_seconds.append(seconds)
             stop = self.out_of_time(deadline, step + steps, seconds / steps)

@@ -181,19 +181,19 @@ def _sha256(path: str | os.PathLike) -> str:
 
 def _validate(settings: Settings, num_workers: int, shuffle_buffer: int) -> None:
     checks = [
-        (settings.max_seq_length >= 5, "max_seq_length must be at least 5"),
-        (settings.max_predictions_per_seq >= 1, "max_predictions_per_seq must be at least 1"),
-        (0.0 <= settings.masked_lm_prob <= 1.0, "masked_lm_prob must be in [0, 1]"),
-        (settings.dupe_factor >= 1, "dupe_factor must be at least 1"),
-        (0.0 <= settings.short_seq_prob <= 1.0, "short_seq_prob must be in [0, 1]"),
-        (settings.ngram >= 1, "ngram must be at least 1"),
-        (settings.num_shards >= 1, "num_shards must be at least 1"),
-        (num_workers >= 1, "num_workers must be at least 1"),
-        (shuffle_buffer >= 1, "shuffle_buffer must be at least 1"),
-        (settings.seed >= 0, "seed must be non-negative"),
+        (settings.max_seq_length >= 5, "--max-seq-length must be at least 5"),
+        (settings.max_predictions_per_seq >= 1, "--max-predictions-per-seq must be at least 1"),
+        (0.0 <= settings.masked_lm_prob <= 1.0, "--masked-lm-prob must be in [0, 1]"),
+        (settings.dupe_factor >= 1, "--dupe-factor must be at least 1"),
+        (0.0 <= settings.short_seq_prob <= 1.0, "--short-seq-prob must be in [0, 1]"),
+        (settings.ngram >= 1, "--ngram must be at least 1"),
+        (settings.num_shards >= 1, "--num-shards must be at least 1"),
+        (num_workers >= 1, "--workers must be at least 1"),
+        (shuffle_buffer >= 1, "--shuffle-buffer must be at least 1"),
+        (settings.seed >= 0, "--seed must be non-negative"),
         (
             settings.sentence_task in SENTENCE_TASKS,
-            f"sentence_task must be one of {', '.join(SENTENCE_TASKS)}",
+            f"--sentence-task must be one of {', '.join(SENTENCE_TASKS)}",
         ),
     ]
     for ok, message in checks:
@@ -289,7 +289,7 @@ def create_pretraining_data(
             ]
             _fill(shards, files, total_bytes, num_workers, settings, totals, progress)
         if totals.num_documents == 0:
-            raise DataError(f"the input ({len(files)} file(s)) holds no text")
+            raise DataError(f"the input holds no text: {', '.join(map(str, files))}")
         if totals.num_instances == 0:
             raise DataError(
                 f"no training instance: the corpus has {totals.num_documents} document(s) with "
