@@ -18,7 +18,7 @@ chunk until it reaches a target length; what a chunk becomes depends on the sent
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +68,31 @@ def _target_length(max_num_tokens: int, short_seq_prob: float, rng: np.random.Ge
     return max_num_tokens
 
 
+def _chunks(sentences: list[np.ndarray], target: int) -> Iterator[list[np.ndarray]]:
+    """Consecutive sentences gathered until they hold `target` tokens (the last chunk: what is
+    left), as the original's `create_instances_from_document` gathers its segments."""
+    chunk: list[np.ndarray] = []
+    length = 0
+    for i, sentence in enumerate(sentences):
+        chunk.append(sentence)
+        length += len(sentence)
+        if i == len(sentences) - 1 or length >= target:
+            yield chunk
+            chunk, length = [], 0
+
+
+def _pair(
+    tokens_a: np.ndarray,
+    tokens_b: np.ndarray,
+    label: int,
+    max_num_tokens: int,
+    rng: np.random.Generator,
+) -> SentencePair:
+    """A and B truncated together to `max_num_tokens` (`truncated_lengths`, random ends)."""
+    len_a, len_b = truncated_lengths(len(tokens_a), len(tokens_b), max_num_tokens)
+    return SentencePair(_truncate(tokens_a, len_a, rng), _truncate(tokens_b, len_b, rng), label)
+
+
 def create_sentence_pairs(
     sentences: list[np.ndarray],
     max_seq_length: int,
@@ -86,13 +111,7 @@ def create_sentence_pairs(
     max_num_tokens = max_seq_length - 3
     target = _target_length(max_num_tokens, short_seq_prob, rng)
     pairs = []
-    chunk: list[np.ndarray] = []
-    length = 0
-    for i, sentence in enumerate(sentences):
-        chunk.append(sentence)
-        length += len(sentence)
-        if i < len(sentences) - 1 and length < target:
-            continue
+    for chunk in _chunks(sentences, target):
         if len(chunk) >= 2:
             a_end = int(rng.integers(1, len(chunk)))
             tokens_a = np.concatenate(chunk[:a_end])
@@ -101,16 +120,11 @@ def create_sentence_pairs(
             split = int(rng.integers(1, len(chunk[0])))
             tokens_a, tokens_b = chunk[0][:split], chunk[0][split:]
         else:
-            chunk, length = [], 0
             continue
         label = int(rng.random() < 0.5)
         if label:
             tokens_a, tokens_b = tokens_b, tokens_a
-        len_a, len_b = truncated_lengths(len(tokens_a), len(tokens_b), max_num_tokens)
-        pairs.append(
-            SentencePair(_truncate(tokens_a, len_a, rng), _truncate(tokens_b, len_b, rng), label)
-        )
-        chunk, length = [], 0
+        pairs.append(_pair(tokens_a, tokens_b, label, max_num_tokens, rng))
     return pairs
 
 
@@ -197,12 +211,7 @@ def create_nsp_pairs(
             chunk, length = [], 0
             continue
         no_other += forced
-        len_a, len_b = truncated_lengths(len(tokens_a), len(tokens_b), max_num_tokens)
-        pairs.append(
-            SentencePair(
-                _truncate(tokens_a, len_a, rng), _truncate(tokens_b, len_b, rng), int(random_next)
-            )
-        )
+        pairs.append(_pair(tokens_a, tokens_b, int(random_next), max_num_tokens, rng))
         chunk, length = [], 0
     return pairs, no_other
 
@@ -219,14 +228,7 @@ def create_single_segments(
     max_num_tokens = max_seq_length - 2
     target = _target_length(max_num_tokens, short_seq_prob, rng)
     segments = []
-    chunk: list[np.ndarray] = []
-    length = 0
-    for i, sentence in enumerate(sentences):
-        chunk.append(sentence)
-        length += len(sentence)
-        if i < len(sentences) - 1 and length < target:
-            continue
+    for chunk in _chunks(sentences, target):
         tokens = np.concatenate(chunk)
-        segments.append(SentencePair(_truncate(tokens, min(length, max_num_tokens), rng), None, 0))
-        chunk, length = [], 0
+        segments.append(SentencePair(_truncate(tokens, max_num_tokens, rng), None, 0))
     return segments
