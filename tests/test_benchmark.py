@@ -10,9 +10,11 @@ import json
 import pytest
 
 from albert_tf.benchmarking.cases import Shape, benchmark_config, case_shape, forward_flops
+from albert_tf.benchmarking.machine import cpu_description, onednn_enabled
 from albert_tf.benchmarking.runner import (
     BenchmarkOptions,
     build_records,
+    machine_line,
     merge_rounds,
     plan_jobs,
     render_table,
@@ -144,7 +146,28 @@ def test_tiny_benchmark_writes_records(tmp_path, capsys):
                 assert (system, "bfloat16", case, metric) in seen
     assert all(r["value"] > 0 for r in records if r["metric"] in ("throughput", "mfu"))
     assert result["meta"]["config"]["hidden_size"] == 32
-    assert "| train 2x16 | throughput [examples/s] | bfloat16 |" in capsys.readouterr().out
+    # Every figure says what it ran on: the CPU's flags, and oneDNN per system.
+    assert result["meta"]["machine"] == cpu_description()
+    assert {r["onednn"] for r in records if r["metric"] == "throughput"} == {onednn_enabled()}
+    out = capsys.readouterr().out
+    assert "| train 2x16 | throughput [examples/s] | bfloat16 |" in out
+    on = "on" if onednn_enabled() else "off"
+    machine = next(line for line in out.splitlines() if line.startswith("CPU: "))
+    assert f"albert-tf (ours) {on}" in machine and f"tf-models-official {on}" in machine
+
+
+def test_machine_line_names_flags_cores_and_onednn_per_system():
+    records = [
+        {"system": "ours", "onednn": False},
+        {"system": "hf", "onednn": True},
+        {"system": "ours", "onednn": False},
+    ]
+    meta = {"machine": {"model": "AMD EPYC", "flags": ["avx2", "fma"], "cores": 2}}
+    line = machine_line({"meta": meta, "records": records})
+    assert line == (
+        "CPU: AMD EPYC, 2 cores; AVX2 FMA (no AVX512F AVX512_VNNI AVX512_BF16 AMX_TILE "
+        "AMX_BF16). oneDNN: albert-tf (ours) off, HF transformers (torch) on."
+    )
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ from albert_tf.benchmarking.cases import (
     case_shape,
     step_flops,
 )
+from albert_tf.benchmarking.machine import CPU_FLAGS, cpu_description
 from albert_tf.benchmarking.worker import RESULT_MARKER
 from albert_tf.errors import ConfigError
 
@@ -251,6 +252,8 @@ def _meta(options: BenchmarkOptions, peers: tuple[str, ...]) -> dict[str, Any]:
         config=benchmark_config(options.tiny).to_dict(),
         cpu=platform.processor() or platform.machine(),
         cpu_count=os.cpu_count(),
+        machine=cpu_description(),
+        tf_enable_onednn_opts=os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
         cpu_bfloat16=cpu_supports_bfloat16(),
         versions=versions,
     )
@@ -271,6 +274,7 @@ def build_records(results: list[dict[str, Any]], tiny: bool) -> list[dict[str, A
             seq_length=shape.seq,
             note=r.get("note", ""),
             error=r.get("error"),
+            onednn=r.get("onednn"),
         )
         if not r["times"]:
             records.append(
@@ -372,6 +376,26 @@ def _fmt(value: float | None) -> str:
     )
 
 
+def machine_line(result: dict[str, Any]) -> str:
+    """What the figures ran on: CPU model, the flags that pick kernels, cores, and per system
+    whether its framework ran oneDNN kernels."""
+    machine = result.get("meta", {}).get("machine") or {}
+    flags = [f.upper() for f in machine.get("flags", [])]
+    missing = [f.upper() for f in CPU_FLAGS if f.upper() not in flags]
+    onednn: dict[str, bool] = {}
+    for r in result["records"]:
+        if r.get("onednn") is not None:
+            onednn.setdefault(r["system"], r["onednn"])
+    systems = ", ".join(f"{TITLES[s]} {'on' if on else 'off'}" for s, on in onednn.items())
+    return (
+        f"CPU: {machine.get('model', 'unknown')}, {machine.get('cores')} cores; "
+        f"{' '.join(flags) or 'none of the listed flags'}"
+        + (f" (no {' '.join(missing)})" if missing else "")
+        + (f". oneDNN: {systems}" if systems else "")
+        + "."
+    )
+
+
 def render_table(result: dict[str, Any]) -> str:
     """A markdown table: one row per (case, metric, dtype), one column per system; peer cells
     show how many times better ours is ("ours 1.4x": faster, lower latency or less memory)."""
@@ -408,6 +432,7 @@ def render_table(result: dict[str, Any]) -> str:
         parts = [f"{TITLES[r['system']]} {r['dtype']} {_fmt(r['value'])} GFLOP/s" for r in matmul]
         lines.append("")
         lines.append(f"Machine matmul at the FFN shape ({matmul[0]['note']}): " + "; ".join(parts))
+    lines += ["", machine_line(result)]
     errors = [r for r in records if r.get("error")]
     for r in errors:
         lines.append(f"- {TITLES[r['system']]} {r['dtype']} {r['case']}: {r['error']}")

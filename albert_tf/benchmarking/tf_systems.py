@@ -33,6 +33,14 @@ def configure_threads(intra: int, inter: int) -> None:
     tf.config.threading.set_inter_op_parallelism_threads(inter)
 
 
+def onednn_in_use() -> bool:
+    """Whether this process's TensorFlow runs its oneDNN kernels (TF_ENABLE_ONEDNN_OPTS and the
+    CPU kind decide; TensorFlow leaves them off on CPUs without AVX-512 unless asked)."""
+    from albert_tf.benchmarking.machine import onednn_enabled
+
+    return onednn_enabled()
+
+
 def _tensors(config: AlbertConfig, shape: Shape, keys: tuple[str, ...]) -> dict[str, tf.Tensor]:
     arrays = make_batch(config, shape)
     return {k: tf.constant(arrays[k]) for k in keys}

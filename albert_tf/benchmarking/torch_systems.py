@@ -24,6 +24,11 @@ def configure_threads(intra: int, inter: int) -> None:
     torch.set_num_interop_threads(inter)
 
 
+def onednn_in_use() -> bool:
+    """Whether torch may dispatch CPU ops to oneDNN (mkldnn built in and not disabled)."""
+    return bool(torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled)
+
+
 def _hf_config(config: AlbertConfig):
     import transformers
 

@@ -4,7 +4,8 @@ The JSON holds `jobs` (a list of dicts with system, dtype, case, warmup, iters, 
 `hf_bf16`), `tiny`, `intra_threads` and `inter_threads`. Each job builds its system, runs
 `warmup` untimed and `iters` timed steps, and reports its step times and the growth of the
 process's peak RSS. The last stdout line is `RESULT_MARKER` followed by a JSON list of results
-(system, dtype, case, times [s], peak_rss_delta_mib, note, error).
+(system, dtype, case, times [s], peak_rss_delta_mib, note, error, and onednn: whether the
+system's framework ran its oneDNN kernels in this process).
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def main(argv: list[str]) -> int:
     else:
         from albert_tf.benchmarking import tf_systems as backend
     backend.configure_threads(spec["intra_threads"], spec["inter_threads"])
-    results = [run_job(job, spec["tiny"]) for job in jobs]
+    onednn = backend.onednn_in_use()
+    results = [{**run_job(job, spec["tiny"]), "onednn": onednn} for job in jobs]
     print(RESULT_MARKER + json.dumps(results), flush=True)
     return 0
 
