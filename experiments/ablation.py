@@ -258,7 +258,10 @@ def prepare(budget: Budget, work: Path, progress: bool) -> Prepared:
         train_txt, heldout_txt = prepare_corpus(work, budget.corpus, mix_seed=budget.seed)
     sp_model = work / SP_MODEL_FILE
     if not sp_model.exists():
-        train_sentencepiece([str(train_txt)], budget.model["vocab_size"], work / "spm")
+        # Two threads on every machine: SentencePiece's pieces depend on the thread count.
+        train_sentencepiece(
+            [str(train_txt)], budget.model["vocab_size"], work / "spm", num_threads=2
+        )
     train, heldout, digests = {}, {}, {}
     for split_name, text, tasks, dupe in (
         ("train", train_txt, SENTENCE_TASKS, budget.dupe_factor),
@@ -288,7 +291,8 @@ def prepare(budget: Budget, work: Path, progress: bool) -> Prepared:
         rt = work / "rotten_tomatoes"
         task = split(fetch(rt), rt / "split")
     digests["corpus"] = _digest([train_txt, heldout_txt])
-    digests["spm"] = _digest([sp_model])
+    # The pieces and scores (the model file also records where it was written).
+    digests["spm"] = _digest([sp_model.with_suffix(".vocab")])
     digests["task"] = _digest(list(task.values()))
     return Prepared(sp_model, train, heldout, task, digests)
 
