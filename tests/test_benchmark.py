@@ -11,6 +11,7 @@ import pytest
 
 from albert_tf.benchmarking.cases import Shape, benchmark_config, case_shape, forward_flops
 from albert_tf.benchmarking.machine import cpu_description, onednn_enabled
+from albert_tf.environment import cpu_flags, given_environment, onednn_choice
 from albert_tf.benchmarking.runner import (
     BenchmarkOptions,
     build_records,
@@ -131,7 +132,7 @@ def test_bad_arguments_one_line_exit_2(argv, message, capsys):
 
 def test_tiny_benchmark_writes_records(tmp_path, capsys):
     out = tmp_path / "results" / "bench.json"
-    argv = ["benchmark", "--tiny", "--dtype", "bfloat16", "--peers", "tfm"]
+    argv = ["benchmark", "--tiny", "--dtype", "bfloat16", "--peers", "tfm", "--onednn-off-path"]
     argv += ["--cases", "inference,latency,train,matmul", "--json", str(out)]
     assert main(argv) == 0
     result = json.loads(out.read_text())
@@ -148,12 +149,17 @@ def test_tiny_benchmark_writes_records(tmp_path, capsys):
     assert result["meta"]["config"]["hidden_size"] == 32
     # Every figure says what it ran on: the CPU's flags, and oneDNN per system.
     assert result["meta"]["machine"] == cpu_description()
-    assert {r["onednn"] for r in records if r["metric"] == "throughput"} == {onednn_enabled()}
+    # On the oneDNN-off path TensorFlow peers run without oneDNN, ours as albert-tf runs.
+    choice = onednn_choice(given_environment(), cpu_flags())
+    ours_on = onednn_enabled() if choice is None else choice not in ("0", "false", "off")
+    onednn = {(r["system"], r["onednn"]) for r in records if r["metric"] == "throughput"}
+    assert onednn == {("ours", ours_on), ("tfm", False), ("tensorflow", False)}
     out = capsys.readouterr().out
     assert "| train 2x16 | throughput [examples/s] | bfloat16 |" in out
-    on = "on" if onednn_enabled() else "off"
+    on = "on" if ours_on else "off"
     machine = next(line for line in out.splitlines() if line.startswith("CPU: "))
-    assert f"albert-tf (ours) {on}" in machine and f"tf-models-official {on}" in machine
+    assert f"albert-tf (ours) {on}" in machine and "tf-models-official off" in machine
+    assert "oneDNN-off path" in machine and result["meta"]["onednn_off_path"]
 
 
 def test_machine_line_names_flags_cores_and_onednn_per_system():

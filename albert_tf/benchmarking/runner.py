@@ -36,6 +36,7 @@ from albert_tf.benchmarking.cases import (
 )
 from albert_tf.benchmarking.machine import CPU_FLAGS, cpu_description
 from albert_tf.benchmarking.worker import RESULT_MARKER
+from albert_tf.environment import ONEDNN_VARIABLE, given_environment, use_onednn_choice
 from albert_tf.errors import ConfigError
 
 # Modules a peer needs; a peer whose modules are missing is skipped unless asked for by name.
@@ -60,7 +61,9 @@ class BenchmarkOptions:
     `hf_bf16`: "best" measures HF inference both ways (`model.to(bfloat16)` and autocast) and
     keeps the faster. `rounds` runs the whole job list that many times, one job after another,
     so slow drift on shared cores reaches every system alike; each figure is then taken over
-    the steps of all rounds."""
+    the steps of all rounds. `onednn_off_path` runs TensorFlow peers with TF_ENABLE_ONEDNN_OPTS=0,
+    reproducing on any machine a CPU where TensorFlow leaves oneDNN off (AVX2 without AVX-512);
+    ours runs as `albert-tf` runs there (see `worker_environment`)."""
 
     cases: tuple[str, ...] = CASES
     dtypes: tuple[str, ...] = BENCH_DTYPES
@@ -75,6 +78,7 @@ class BenchmarkOptions:
     isolate: bool = True
     timeout: float = 1800.0
     rounds: int = 1
+    onednn_off_path: bool = False
 
 
 def installed_peers() -> tuple[str, ...]:
@@ -135,7 +139,25 @@ def plan_jobs(options: BenchmarkOptions, peers: tuple[str, ...]) -> list[dict[st
 
 
 def _group(job: dict[str, Any]) -> str:
-    return {"hf": "torch", "torch": "torch", "kerashub": "keras3"}.get(job["system"], "tf")
+    """Jobs that may share a process: ours runs alone, as its oneDNN setting may differ."""
+    return {"hf": "torch", "torch": "torch", "kerashub": "keras3", OURS: OURS}.get(
+        job["system"], "tf"
+    )
+
+
+def worker_environment(systems: set[str], onednn_off_path: bool) -> dict[str, str]:
+    """The environment a worker runs in: ours with the oneDNN setting `albert-tf` itself runs
+    with (`environment.use_onednn_choice`); the peers with TensorFlow's own default, or with
+    TF_ENABLE_ONEDNN_OPTS=0 on the oneDNN-off path (as TF runs on CPUs without AVX-512)."""
+    env = given_environment()
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "kerashub" in systems:
+        env["KERAS_BACKEND"] = "tensorflow"
+    if systems == {OURS}:
+        use_onednn_choice(env)
+    elif onednn_off_path:
+        env[ONEDNN_VARIABLE] = "0"
+    return env
 
 
 def _run_worker(jobs: list[dict[str, Any]], options: BenchmarkOptions) -> list[dict[str, Any]]:
@@ -145,9 +167,7 @@ def _run_worker(jobs: list[dict[str, Any]], options: BenchmarkOptions) -> list[d
         intra_threads=options.intra_threads,
         inter_threads=options.inter_threads,
     )
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-    if any(job["system"] == "kerashub" for job in jobs):
-        env["KERAS_BACKEND"] = "tensorflow"
+    env = worker_environment({job["system"] for job in jobs}, options.onednn_off_path)
     cmd = [sys.executable, "-m", "albert_tf.benchmarking.worker", json.dumps(spec)]
     try:
         proc = subprocess.run(
@@ -253,7 +273,8 @@ def _meta(options: BenchmarkOptions, peers: tuple[str, ...]) -> dict[str, Any]:
         cpu=platform.processor() or platform.machine(),
         cpu_count=os.cpu_count(),
         machine=cpu_description(),
-        tf_enable_onednn_opts=os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+        tf_enable_onednn_opts=given_environment().get(ONEDNN_VARIABLE),
+        onednn_off_path=options.onednn_off_path,
         cpu_bfloat16=cpu_supports_bfloat16(),
         versions=versions,
     )
@@ -392,6 +413,11 @@ def machine_line(result: dict[str, Any]) -> str:
         f"{' '.join(flags) or 'none of the listed flags'}"
         + (f" (no {' '.join(missing)})" if missing else "")
         + (f". oneDNN: {systems}" if systems else "")
+        + (
+            " (oneDNN-off path: TensorFlow peers ran with TF_ENABLE_ONEDNN_OPTS=0)"
+            if result.get("meta", {}).get("onednn_off_path")
+            else ""
+        )
         + "."
     )
 

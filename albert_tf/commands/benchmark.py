@@ -56,6 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how HF runs bf16 inference; best measures both and keeps the faster",
     )
     parser.add_argument(
+        "--onednn-off-path",
+        action="store_true",
+        help="run TensorFlow peers with TF_ENABLE_ONEDNN_OPTS=0, as TensorFlow runs them on CPUs "
+        "without AVX-512; albert-tf runs as it does there (oneDNN on where the CPU has AVX2)",
+    )
+    parser.add_argument(
         "--no-isolate",
         action="store_true",
         help="share one process per backend instead of one per job (faster, less clean memory)",
@@ -83,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         hf_bf16=args.hf_bf16,
         isolate=not (args.no_isolate or args.tiny),
         rounds=args.rounds,
+        onednn_off_path=args.onednn_off_path,
     )
     if args.threads is not None:
         options.intra_threads = args.threads
