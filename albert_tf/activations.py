@@ -22,9 +22,10 @@ _TANH_CUBIC = 0.044715
 @keras.utils.register_keras_serializable(package="albert_tf")
 def gelu_tanh(x: tf.Tensor) -> tf.Tensor:
     """GELU, tanh approximation: the original ALBERT `gelu` (HF "gelu_new")."""
-    x = tf.convert_to_tensor(x)
-    coeff = tf.cast(_TANH_COEFF, x.dtype)
-    return 0.5 * x * (1.0 + tf.tanh(coeff * (x + tf.cast(_TANH_CUBIC, x.dtype) * x * x * x)))
+    with tf.name_scope("gelu"):  # names the ops in profiles
+        x = tf.convert_to_tensor(x)
+        coeff = tf.cast(_TANH_COEFF, x.dtype)
+        return 0.5 * x * (1.0 + tf.tanh(coeff * (x + tf.cast(_TANH_CUBIC, x.dtype) * x * x * x)))
 
 
 @tf.custom_gradient
@@ -36,17 +37,19 @@ def gelu_tanh_for_training(x: tf.Tensor) -> tuple[tf.Tensor, Callable[[tf.Tensor
     plain `gelu_tanh`: `tf.custom_gradient` wraps its ops in identities, which would stop
     oneDNN from fusing the activation into the preceding MatMul.
     """
-    x = tf.convert_to_tensor(x)
-    coeff = tf.cast(_TANH_COEFF, x.dtype)
-    cubic = tf.cast(_TANH_CUBIC, x.dtype)
-    x_squared = x * x
-    t = tf.tanh(coeff * (x + cubic * x_squared * x))
-    half_x = 0.5 * x
+    with tf.name_scope("gelu"):  # names the ops in profiles
+        x = tf.convert_to_tensor(x)
+        coeff = tf.cast(_TANH_COEFF, x.dtype)
+        cubic = tf.cast(_TANH_CUBIC, x.dtype)
+        x_squared = x * x
+        t = tf.tanh(coeff * (x + cubic * x_squared * x))
+        half_x = 0.5 * x
 
     def grad(upstream: tf.Tensor) -> tf.Tensor:
         # d/dx [x/2 (1 + t)] = (1 + t)/2 + x/2 (1 - t^2) c (1 + 3 a x^2)
-        slope = coeff * (1.0 + (3.0 * cubic) * x_squared)
-        return upstream * (0.5 * (1.0 + t) + half_x * (1.0 - t * t) * slope)
+        with tf.name_scope("gelu_grad"):
+            slope = coeff * (1.0 + (3.0 * cubic) * x_squared)
+            return upstream * (0.5 * (1.0 + t) + half_x * (1.0 - t * t) * slope)
 
     return half_x * (1.0 + t), grad
 

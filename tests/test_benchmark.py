@@ -6,12 +6,14 @@ No timing assertions: speed is measured by the benchmark itself, not by tests.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from albert_tf.benchmarking.cases import Shape, benchmark_config, case_shape, forward_flops
 from albert_tf.benchmarking.machine import cpu_description, onednn_enabled
-from albert_tf.environment import cpu_flags, given_environment, onednn_choice
 from albert_tf.benchmarking.runner import (
     BenchmarkOptions,
     build_records,
@@ -22,6 +24,7 @@ from albert_tf.benchmarking.runner import (
 )
 from albert_tf.cli import main
 from albert_tf.config import PRESETS
+from albert_tf.environment import cpu_flags, given_environment, onednn_choice
 from tests import helpers
 
 RECORD_KEYS = {"system", "dtype", "case", "metric", "value", "unit", "ratio_to_ours"}
@@ -196,3 +199,21 @@ def test_json_output_checked_before_benchmarking(tmp_path, capsys, make, extra, 
     assert message in line
     assert str(target.parent if "not a directory" in message else target) in line
     assert sorted((p.name, p.is_dir()) for p in tmp_path.rglob("*")) == before
+
+
+def test_training_step_profile_smoke(tmp_path):
+    """benchmarks/profile_train_step.py on the tiny config: every category is reported, the
+    matmuls and the optimizer are found, and oneDNN is as asked in each process."""
+    out = tmp_path / "profile.json"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "profile_train_step.py"
+    argv = [sys.executable, str(script), "--tiny", "--steps", "1", "--warmup", "1"]
+    argv += ["--systems", "ours-off,ours-on", "--json", str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "| wall time |" in proc.stdout and "|   matmul |" in proc.stdout
+    results = json.loads(out.read_text())["results"]
+    assert [r["system"] for r in results] == ["ours-off", "ours-on"]
+    assert results[0]["onednn"] is False
+    for r in results:
+        assert r["step_ms"] > 0 and r["kernel_ms"]["matmul"] > 0
+        assert r["kernel_ms"]["optimizer"] > 0 and r["kernel_ms"]["gelu"] > 0

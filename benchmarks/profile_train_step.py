@@ -1,0 +1,245 @@
+"""Where the time of one training step goes: albert-tf with oneDNN off and on, and HF (torch).
+
+The step is `albert-tf benchmark`'s train case (ALBERT-base, batch 16 x 128, MLM + SOP loss,
+Adam), built by the same code (`benchmarking.tf_systems.build_ours`, `torch_systems.build_hf`).
+Each system runs in its own process (TF reads TF_ENABLE_ONEDNN_OPTS once, at import): warm-up
+steps, timed steps (the wall time per step), then profiled steps. TensorFlow's steps are traced
+with `tf.profiler` and its XSpace is read back; torch's with `torch.profiler`. Kernel time is
+summed per category (matmuls, LayerNorm, GELU, softmax, dropout, gradient sums, optimizer, the
+rest), in ms per step. Categories come from node names (TF, after Grappler's rewrites: a GELU or
+bias that TF fuses into its MatMul kernel counts as matmul, and `AddN` as gradient sums) and aten
+op names (torch: HF's GELU is aten::tanh and aten::pow; ops under `Optimizer.step` are optimizer).
+Kernels may overlap, so their total can exceed the wall time; the wall time is what counts.
+
+    python benchmarks/profile_train_step.py [--systems ours-off,ours-on,hf] [--steps 3]
+        [--warmup 2] [--tiny] [--json benchmarks/results/profile_train_step.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SYSTEMS = {"ours-off": "0", "ours-on": "1", "hf": None}
+CATEGORIES = (
+    "matmul",
+    "layernorm",
+    "gelu",
+    "softmax",
+    "dropout",
+    "gradient sums",
+    "optimizer",
+    "other",
+)
+MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def category(name: str, op: str, phase: str) -> str:
+    """The category of one kernel from its node or aten name and op type."""
+    name, op = name.lower(), op.lower()
+    if phase == "optimizer":
+        return "optimizer"
+    if "matmul" in op or "einsum" in op or op in MATMUL_OPS:
+        return "matmul"  # TF's fused MatMul + BiasAdd (+ activation) kernels included
+    for key, words in (
+        ("layernorm", ("layernorm", "layer_norm")),
+        ("gelu", ("gelu", "aten::tanh", "aten::pow")),  # HF's gelu_new is tanh and pow
+        ("softmax", ("softmax",)),
+        ("dropout", ("dropout", "bernoulli", "randomuniform")),
+    ):
+        if any(w in name or w in op for w in words):
+            return key
+    if op == "addn" or (op == "aten::add_" and phase == "backward"):
+        return "gradient sums"  # e.g. the shared block's gradients summed over its layers
+    return "other"
+
+
+# === TensorFlow: tf.profiler's XSpace ===
+
+
+def _tf_kernels(logdir: str) -> list[tuple[str, str, float]]:
+    """(node name, op type, ms) of every kernel in the trace under `logdir`."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    path = sorted(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True))[-1]
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(Path(path).read_bytes())
+    kernels = []
+    for plane in space.planes:
+        if plane.name != "/host:CPU":
+            continue
+        for line in plane.lines:
+            if not line.name.startswith("tf_Compute") and "Eigen" not in line.name:
+                continue
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                node, sep, op = name.rpartition(":")
+                if sep and node and not node.startswith(("ThreadpoolListener", "Executor")):
+                    kernels.append((node, op, event.duration_ps / 1e9))
+    return kernels
+
+
+def _tf_phase(node: str) -> str:
+    low = node.lower()
+    if "adam" in low or "assignvariableop" in low or low.startswith(("update", "iteration")):
+        return "optimizer"
+    return "backward" if low.startswith("gradient_tape") else "forward"
+
+
+def _profile_tf(step, steps: int) -> list[tuple[str, str, str, float]]:
+    import tensorflow as tf
+
+    with tempfile.TemporaryDirectory() as logdir:
+        tf.profiler.experimental.start(logdir)
+        for _ in range(steps):
+            step()
+        tf.profiler.experimental.stop()
+        return [(n, op, _tf_phase(n), ms) for n, op, ms in _tf_kernels(logdir)]
+
+
+# === torch: torch.profiler's events ===
+
+
+def _torch_phase(event) -> str:
+    while event is not None:
+        if event.name.startswith("Optimizer."):
+            return "optimizer"
+        if event.name.startswith("autograd::engine"):
+            return "backward"
+        event = event.cpu_parent
+    return "forward"
+
+
+def _profile_torch(step, steps: int) -> list[tuple[str, str, str, float]]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    kernels = []
+    for event in prof.events():
+        if event.name.startswith("aten::") and event.self_cpu_time_total > 0:
+            kernels.append(
+                (event.name, event.name, _torch_phase(event), event.self_cpu_time_total / 1e3)
+            )
+    return kernels
+
+
+# === one system in this process ===
+
+
+def run_child(system: str, steps: int, warmup: int, tiny: bool) -> dict:
+    from albert_tf.benchmarking.cases import benchmark_config, case_shape
+
+    config, shape = benchmark_config(tiny), case_shape("train", tiny)
+    threads = len(os.sched_getaffinity(0))
+    if system == "hf":
+        from albert_tf.benchmarking import torch_systems as backend
+
+        backend.configure_threads(threads, 1)
+        step, _ = backend.build_hf(config, "float32", "train", shape, "cast")
+        profile = _profile_torch
+    else:
+        from albert_tf.benchmarking import tf_systems as backend
+
+        backend.configure_threads(threads, 1)
+        step, _ = backend.build_ours(config, "float32", "train", shape)
+        profile = _profile_tf
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    by_category: dict[str, float] = defaultdict(float)
+    for name, op, phase, ms in profile(step, steps):
+        by_category[category(name, op, phase)] += ms / steps
+    return {
+        "system": system,
+        "onednn": backend.onednn_in_use(),
+        "step_ms": 1e3 * statistics.median(times),
+        "examples_per_s": shape.batch / statistics.median(times),
+        "kernel_ms": {c: by_category.get(c, 0.0) for c in CATEGORIES},
+    }
+
+
+# === the table ===
+
+
+def render(results: list[dict]) -> str:
+    head = "| ms per step | " + " | ".join(
+        f"{r['system']} (oneDNN {'on' if r['onednn'] else 'off'})" for r in results
+    )
+    lines = [head + " |", "|---" * (len(results) + 1) + "|"]
+    rows = [("wall time", lambda r: r["step_ms"])]
+    rows += [("kernels, total", lambda r: sum(r["kernel_ms"].values()))]
+    rows += [(f"  {c}", lambda r, c=c: r["kernel_ms"][c]) for c in CATEGORIES]
+    rows += [("examples/s", lambda r: r["examples_per_s"])]
+    for label, get in rows:
+        lines.append(f"| {label} | " + " | ".join(f"{get(r):.1f}" for r in results) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--tiny", action="store_true", help="tiny config: a smoke test")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        result = run_child(args.child, args.steps, args.warmup, args.tiny)
+        print("@@PROFILE " + json.dumps(result), flush=True)
+        return 0
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        parser.error(f"unknown system {unknown[0]!r}; known: {', '.join(SYSTEMS)}")
+    results = []
+    for system in systems:
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+        if SYSTEMS[system] is not None:
+            env["TF_ENABLE_ONEDNN_OPTS"] = SYSTEMS[system]
+        argv = [sys.executable, __file__, "--child", system, "--steps", str(args.steps)]
+        argv += ["--warmup", str(args.warmup)] + (["--tiny"] if args.tiny else [])
+        print(f"profiling {system} ...", file=sys.stderr, flush=True)
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        marked = [line for line in proc.stdout.splitlines() if line.startswith("@@PROFILE ")]
+        if not marked:
+            sys.exit(f"{system} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+        results.append(json.loads(marked[-1].removeprefix("@@PROFILE ")))
+    from albert_tf.benchmarking.machine import cpu_description
+
+    table = render(results)
+    print(table)
+    cpu = cpu_description()
+    print(f"\nCPU: {cpu['model']}, {cpu['cores']} cores; {' '.join(cpu['flags']).upper()}")
+    if args.json:
+        payload = {
+            "date": datetime.date.today().isoformat(),
+            "cpu": cpu,
+            "steps": args.steps,
+            "tiny": args.tiny,
+            "results": results,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
