@@ -33,14 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.errors import OutputError
-    from albert_tf.io_utils import atomic_file, check_can_create, check_output_path
+    from albert_tf.io_utils import atomic_file, check_output_file
     from albert_tf.pretraining.evaluate import evaluate
 
     if args.json:  # before the evaluation, not after
-        check_output_path(args.json, args.overwrite)
-        if check_can_create(args.json).is_dir():
-            raise OutputError(f"--json {args.json} is a directory")
+        check_output_file(args.json, args.overwrite, "--json")
     result = evaluate(
         args.checkpoint,
         args.data,
