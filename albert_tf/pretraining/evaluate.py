@@ -29,7 +29,7 @@ from albert_tf.pretraining.loop import TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
 from albert_tf.pretraining.run_dir import read_config
 from albert_tf.pretraining.strategy import device_type, make_strategy
-from albert_tf.pretraining.trainer import distribute
+from albert_tf.pretraining.trainer import distribute, restore_weights
 
 STEP_TENSOR = "step/.ATTRIBUTES/VARIABLE_VALUE"  # TrainLoop's step counter in a checkpoint
 
@@ -66,16 +66,7 @@ def _restore(loop: TrainLoop, prefix: str, sentence_task: str) -> int | None:
             f"checkpoint {prefix} has no {' or '.join(repr(m) for m in missing)} weights, which "
             f"evaluating {sentence_task} data needs (a pretraining checkpoint has them)"
         )
-    objects = {"encoder": loop.model.encoder, "mlm": loop.model.mlm_head}
-    if "sop" in roots:
-        objects["sop"] = loop.model.sop_head
-    try:
-        status = tf.train.Checkpoint(**objects).read(prefix).expect_partial()
-        status.assert_existing_objects_matched()
-    except (AssertionError, ValueError, tf.errors.OpError) as e:
-        raise CheckpointError(
-            f"checkpoint {prefix} does not match its {CONFIG_FILE}: {tf_error_reason(e)}"
-        ) from None
+    restore_weights(loop.model, prefix, roots, f"its {CONFIG_FILE}")
     return step
 
 

@@ -206,17 +206,26 @@ def pretrain(
 
 def _restore_init(loop: TrainLoop, prefix: str, log) -> None:
     names = checkpoint_children(prefix)
-    objects = {"encoder": loop.model.encoder}
-    for child, head in (("mlm", loop.model.mlm_head), ("sop", loop.model.sop_head)):
-        if child in names:
-            objects[child] = head
-        else:
+    for child in ("mlm", "sop"):
+        if child not in names:
             log(f"init checkpoint has no '{child}' head: it starts from random weights")
-    status = tf.train.Checkpoint(**objects).restore(prefix).expect_partial()
+    restore_weights(loop.model, prefix, names, "the model")
+
+
+def restore_weights(model, prefix: str, names: set[str], expected: str) -> None:
+    """Restores `model`'s encoder, and each head `names` (the checkpoint's children) has, from
+    the checkpoint at `prefix`; CheckpointError if it does not match (`expected` says what)."""
+    objects = {"encoder": model.encoder}
+    objects.update(
+        {n: h for n, h in (("mlm", model.mlm_head), ("sop", model.sop_head)) if n in names}
+    )
     try:
+        status = tf.train.Checkpoint(**objects).read(prefix).expect_partial()
         status.assert_existing_objects_matched()
-    except AssertionError as e:
-        raise CheckpointError(f"{prefix} does not fit the model: {str(e)[:300]}") from None
+    except (AssertionError, ValueError, tf.errors.OpError) as e:
+        raise CheckpointError(
+            f"checkpoint {prefix} does not match {expected}: {tf_error_reason(e)}"
+        ) from None
 
 
 def distribute(strategy: tf.distribute.Strategy, make_dataset) -> tf.distribute.DistributedDataset:
