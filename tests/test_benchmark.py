@@ -217,3 +217,18 @@ def test_training_step_profile_smoke(tmp_path):
     for r in results:
         assert r["step_ms"] > 0 and r["kernel_ms"]["matmul"] > 0
         assert r["kernel_ms"]["optimizer"] > 0 and r["kernel_ms"]["gelu"] > 0
+
+
+def test_inference_paths_smoke(tmp_path):
+    """benchmarks/bench_inference_paths.py on the tiny config: the four TensorFlow CPU paths,
+    each in a process with oneDNN off or on as named."""
+    out = tmp_path / "paths.json"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_inference_paths.py"
+    argv = [sys.executable, str(script), "--tiny", "--rounds", "1", "--iters", "1"]
+    proc = subprocess.run(argv + ["--json", str(out)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["path"], r["onednn"]) for r in rows][:2] == [("eigen", False), ("eigen+xla", False)]
+    assert [r["path"] for r in rows] == ["eigen", "eigen+xla", "onednn", "onednn+xla"]
+    assert all(r["inference_tokens_per_s"] > 0 and r["latency"] > 0 for r in rows)
+    assert "| onednn+xla |" in proc.stdout
