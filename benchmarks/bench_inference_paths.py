@@ -23,13 +23,13 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
+from albert_tf.benchmarking.worker import RESULT_MARKER, run_marked
+
 PATHS = {"eigen": ("0", False), "eigen+xla": ("0", True), "onednn": ("1", False)}
 PATHS["onednn+xla"] = ("1", True)
-MARKER = "@@PATHS "
 
 
 def run_child(path: str, iters: int, tiny: bool) -> dict:
@@ -72,7 +72,7 @@ def main() -> int:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(MARKER + json.dumps(run_child(args.child, args.iters, args.tiny)), flush=True)
+        print(RESULT_MARKER + json.dumps(run_child(args.child, args.iters, args.tiny)), flush=True)
         return 0
     runs: dict[str, list[dict]] = {path: [] for path in PATHS}
     for round_ in range(args.rounds):
@@ -81,11 +81,10 @@ def main() -> int:
             env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS=onednn)
             argv = [sys.executable, __file__, "--child", path, "--iters", str(args.iters)]
             argv += ["--tiny"] if args.tiny else []
-            proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-            lines = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
-            if not lines:
-                sys.exit(f"{path} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
-            runs[path].append(json.loads(lines[-1].removeprefix(MARKER)))
+            try:
+                runs[path].append(run_marked(argv, env))
+            except RuntimeError as e:
+                sys.exit(f"{path} failed: {e}")
     rows = []
     for path, results in runs.items():
         row = {"path": path, "onednn": results[0]["onednn"]}

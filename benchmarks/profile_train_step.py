@@ -23,14 +23,13 @@ import glob
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from albert_tf.benchmarking.worker import RESULT_MARKER, run_marked
+
 SYSTEMS = {"ours-off": "0", "ours-on": "1", "hf": None}
 CATEGORIES = (
     "matmul",
@@ -141,6 +140,7 @@ def _profile_torch(step, steps: int) -> list[tuple[str, str, str, float]]:
 
 def run_child(system: str, steps: int, warmup: int, tiny: bool) -> dict:
     from albert_tf.benchmarking.cases import benchmark_config, case_shape
+    from albert_tf.benchmarking.worker import time_steps
 
     config, shape = benchmark_config(tiny), case_shape("train", tiny)
     threads = len(os.sched_getaffinity(0))
@@ -156,13 +156,7 @@ def run_child(system: str, steps: int, warmup: int, tiny: bool) -> dict:
         backend.configure_threads(threads, 1)
         step, _ = backend.build_ours(config, "float32", "train", shape)
         profile = _profile_tf
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
+    times = time_steps(step, warmup, steps)
     by_category: dict[str, float] = defaultdict(float)
     for name, op, phase, ms in profile(step, steps):
         by_category[category(name, op, phase)] += ms / steps
@@ -203,7 +197,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.child:
         result = run_child(args.child, args.steps, args.warmup, args.tiny)
-        print("@@PROFILE " + json.dumps(result), flush=True)
+        print(RESULT_MARKER + json.dumps(result), flush=True)
         return 0
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = [s for s in systems if s not in SYSTEMS]
@@ -217,11 +211,10 @@ def main() -> int:
         argv = [sys.executable, __file__, "--child", system, "--steps", str(args.steps)]
         argv += ["--warmup", str(args.warmup)] + (["--tiny"] if args.tiny else [])
         print(f"profiling {system} ...", file=sys.stderr, flush=True)
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        marked = [line for line in proc.stdout.splitlines() if line.startswith("@@PROFILE ")]
-        if not marked:
-            sys.exit(f"{system} failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
-        results.append(json.loads(marked[-1].removeprefix("@@PROFILE ")))
+        try:
+            results.append(run_marked(argv, env))
+        except RuntimeError as e:
+            sys.exit(f"{system} failed: {e}")
     from albert_tf.benchmarking.machine import cpu_description
 
     table = render(results)

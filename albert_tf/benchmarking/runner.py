@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -35,7 +34,7 @@ from albert_tf.benchmarking.cases import (
     step_flops,
 )
 from albert_tf.benchmarking.machine import CPU_FLAGS, cpu_description
-from albert_tf.benchmarking.worker import RESULT_MARKER
+from albert_tf.benchmarking.worker import run_marked
 from albert_tf.environment import ONEDNN_VARIABLE, given_environment, use_onednn_choice
 from albert_tf.errors import ConfigError
 
@@ -170,17 +169,9 @@ def _run_worker(jobs: list[dict[str, Any]], options: BenchmarkOptions) -> list[d
     env = worker_environment({job["system"] for job in jobs}, options.onednn_off_path)
     cmd = [sys.executable, "-m", "albert_tf.benchmarking.worker", json.dumps(spec)]
     try:
-        proc = subprocess.run(
-            cmd, env=env, capture_output=True, text=True, timeout=options.timeout, check=False
-        )
-        lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARKER)]
-        if lines:
-            return json.loads(lines[-1][len(RESULT_MARKER) :])
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        error = f"worker exited with code {proc.returncode}: {tail[:300]}"
-    except subprocess.TimeoutExpired:
-        error = f"worker timed out after {options.timeout:.0f}s"
-    return [{**_job_key(job), "times": [], "error": error} for job in jobs]
+        return run_marked(cmd, env, options.timeout)
+    except RuntimeError as e:
+        return [{**_job_key(job), "times": [], "error": str(e)} for job in jobs]
 
 
 def _job_key(job: dict[str, Any]) -> dict[str, Any]:

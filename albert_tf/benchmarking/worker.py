@@ -14,6 +14,7 @@ import importlib
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 import traceback
@@ -33,6 +34,22 @@ def _rss_bytes() -> int:
 
 def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def run_marked(argv: list[str], env: dict[str, str], timeout: float | None = None) -> Any:
+    """Runs a child process whose last `RESULT_MARKER` line carries its result as JSON; returns
+    that result. RuntimeError with the child's last stderr line if it printed none or timed out."""
+    try:
+        proc = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"worker timed out after {timeout:.0f}s") from None
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARKER)]
+    if not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"worker exited with code {proc.returncode}: {tail[:300]}")
+    return json.loads(lines[-1][len(RESULT_MARKER) :])
 
 
 def time_steps(step: Any, warmup: int, iters: int) -> list[float]:
