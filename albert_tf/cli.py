@@ -65,13 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from albert_tf.environment import use_onednn_choice
+    from albert_tf.environment import missing_pkg_resources, use_onednn_choice
+    from albert_tf.errors import AlbertError
 
     use_onednn_choice()  # before any command imports TensorFlow
     # setuptools 81 warns at every `import tensorflow_hub` (tensorflow-hub imports pkg_resources).
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
-    from albert_tf.environment import missing_pkg_resources
-    from albert_tf.errors import AlbertError
 
     args = build_parser().parse_args(argv)
     try:

@@ -28,8 +28,13 @@ from pathlib import Path
 
 from albert_tf.benchmarking.worker import RESULT_MARKER, run_marked
 
-PATHS = {"eigen": ("0", False), "eigen+xla": ("0", True), "onednn": ("1", False)}
-PATHS["onednn+xla"] = ("1", True)
+# path: (TF_ENABLE_ONEDNN_OPTS, jit_compile)
+PATHS = {
+    "eigen": ("0", False),
+    "eigen+xla": ("0", True),
+    "onednn": ("1", False),
+    "onednn+xla": ("1", True),
+}
 
 
 def run_child(path: str, iters: int, tiny: bool) -> dict:
