@@ -1,0 +1,61 @@
+"""What the quickstart prints: the held-out table, the demos' margins, and what to run next."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from albert_tf.quickstart_eval import RARE_RANK
+
+_ROWS = (("MLM top-1", "mlm_top1"), ("MLM top-5", "mlm_top5"), ("top-5, rare answers", "rare_top5"))
+
+
+def print_scores(scores: dict, log: Callable[[str], None]) -> None:
+    """The held-out table: each metric for trained, random weights and the unigram guess, and
+    the trained model's margin over the better baseline."""
+    trained, random, unigram = scores["trained"], scores["random_init"], scores["unigram"]
+    log(f"      {'held out':<22}{'trained':>9}{'random init':>13}{'unigram':>9}   margin")
+    for label, key in (*_ROWS, ("SOP (chance 50%)", "sop")):
+        t, r, u = (getattr(s, key) for s in (trained, random, unigram))
+        log(f"      {label:<22}{t:>9.1%}{r:>13.1%}{u:>9.1%}   {100 * (t - max(r, u)):+.1f} points")
+    log(
+        f"      (rare: answers outside the {RARE_RANK} most frequent training pieces, which the "
+        "unigram guess never names; unigram SOP: the more frequent training label)"
+    )
+
+
+def print_demo_margins(demos, log: Callable[[str], None]) -> None:
+    """Median ranks of each demo by predictor and the trained model's margin (x better)."""
+    for name, ranks in (("fill in the blank", demos.blanks), ("neighbours", demos.neighbours)):
+        if not ranks:
+            continue
+        best_baseline = min(v for k, v in ranks.items() if k != "trained")
+        shown = ", ".join(f"{k} {v:g}" for k, v in ranks.items())
+        log(
+            f"      {name}: median rank {shown}; trained ranks the answer "
+            f"{best_baseline / ranks['trained']:.1f}x higher than the best baseline"
+        )
+
+
+def print_next_steps(result, log: Callable[[str], None]) -> None:
+    out = result.out_dir
+    log(
+        f"""
+Done in {result.seconds / 60:.1f} min ({result.pretrain_steps} pretraining steps). \
+Every figure, with its baselines: {out}/results.json
+Training loss and held-out accuracy against steps: {result.curves}
+
+TF-Hub modules (hub.KerasLayer / hub.load / keras.layers.TFSMLayer):
+  encoder:    {result.encoder_dir}
+  preprocess: {result.preprocess_dir}
+Checkpoint directory (for pretrain --init-checkpoint, finetune --init, export): \
+{result.checkpoint_dir}
+
+Next:
+  tensorboard --logdir {out}/pretrain
+  albert-tf params --config base
+  albert-tf pretrain --data '{out}/data/*.tfrecord' --config tiny --output my_run
+  albert-tf finetune --task classify --train train.tsv --eval dev.tsv \
+--init {result.checkpoint_dir} --output my_classifier
+  albert-tf export --checkpoint {result.checkpoint_dir} --output my_hub
+  jupyter notebook colab/   (sentiment with hub.KerasLayer, pretraining, conversion, parameters)"""
+    )
