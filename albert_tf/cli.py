@@ -8,6 +8,7 @@ import TensorFlow inside `run`, so `--help` stays fast. A user mistake surfaces 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -59,20 +60,35 @@ def build_parser() -> argparse.ArgumentParser:
         module = _module(command)
         sub = subparsers.add_parser(command, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
+        sub.add_argument(
+            "--verbose",
+            action="store_true",
+            help="show TensorFlow's C++ log (CUDA and oneDNN start-up notices included) and "
+            "the libraries' own logs",
+        )
         sub.set_defaults(run=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from albert_tf.environment import missing_pkg_resources, use_onednn_choice
-    from albert_tf.errors import AlbertError
+    from albert_tf import startup_noise
+    from albert_tf.environment import use_onednn_choice
 
+    args = build_parser().parse_args(argv)
+    filtered = startup_noise.wanted(args.verbose)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if args.verbose else "2")
     use_onednn_choice()  # before any command imports TensorFlow
     # setuptools 81 warns at every `import tensorflow_hub` (tensorflow-hub imports pkg_resources).
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+    with startup_noise.NoiseFilter() if filtered else contextlib.nullcontext():
+        return _run(args)
 
-    args = build_parser().parse_args(argv)
+
+def _run(args: argparse.Namespace) -> int:
+    """`args.run(args)`, with a user mistake reported as one line and exit code 2."""
+    from albert_tf.environment import missing_pkg_resources
+    from albert_tf.errors import AlbertError
+
     try:
         try:
             return args.run(args) or 0

@@ -36,7 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=12345, help="seed of the sampling")
     parser.add_argument("--threads", type=int, default=None, help="trainer threads (default: all)")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
-    parser.add_argument("--verbose", action="store_true", help="show SentencePiece's training log")
 
 
 def run(args: argparse.Namespace) -> int:
