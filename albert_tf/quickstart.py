@@ -63,7 +63,7 @@ class QuickstartResult:
     heldout_examples: int  # sentence pairs (SOP)
     heldout_masked_tokens: int  # blanks (MLM)
     heldout: dict[str, dict[str, float]]  # trained / random_init / unigram -> Scores
-    demos: dict[str, dict]  # fill_in_the_blank / neighbours -> median ranks by predictor
+    demos: dict[str, dict]  # fill_in_the_blank / neighbours: median ranks by predictor, items
     train_history: list[dict] = field(default_factory=list)
     eval_history: list[dict] = field(default_factory=list)
     seconds: float = 0.0
@@ -216,7 +216,13 @@ def run_quickstart(
         heldout_examples=heldout.size,
         heldout_masked_tokens=heldout.masked,
         heldout={k: asdict(v) for k, v in scores.items()},
-        demos={"fill_in_the_blank": demos.blanks, "neighbours": demos.neighbours},
+        demos={
+            name: {"median_rank": medians, "items": demos.details[name]}
+            for name, medians in (
+                ("fill_in_the_blank", demos.blanks),
+                ("neighbours", demos.neighbours),
+            )
+        },
         train_history=history.train_history,
         eval_history=history.eval_history,
         seconds=time.monotonic() - steps.started,

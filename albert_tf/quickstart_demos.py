@@ -13,7 +13,7 @@ A median rank summarizes each demo; the margin is the baseline's median over the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,6 +52,8 @@ class DemoFigures:
     neighbours: dict[str, float]  # trained, random
     blank_count: int
     pair_count: int
+    # Each blank ({sentence, answer, trained, random, unigram}) and pair ({pair, trained, random}).
+    details: dict[str, list[dict]] = field(default_factory=dict)
 
 
 def rank_of(scores: np.ndarray, answer: int) -> int:
@@ -138,6 +140,11 @@ def run_demos(
         top = np.argsort(-logits["trained"][i])[:5]
         log(f"        trained top-5: {_pieces(tokenizer, top)}")
     blanks = {k: float(np.median(v)) for k, v in ranks.items()} if rows else {}
+    blank_details = [
+        {"sentence": sentence, "answer": tokenizer.convert_ids_to_tokens([answer])[0]}
+        | {k: v[i] for k, v in ranks.items()}
+        for i, (sentence, answer, _, _) in enumerate(rows)
+    ]
 
     tables = {k: m.encoder.get_embedding_table().numpy() for k, m in models.items()}
     cosines = {k: embedding_neighbours(t) for k, t in tables.items()}
@@ -173,4 +180,9 @@ def run_demos(
         )
     )
     neighbours = {k: float(np.median(v)) for k, v in pair_ranks.items()} if pairs else {}
-    return DemoFigures(blanks, neighbours, len(rows), len(pairs))
+    pair_details = [
+        {"pair": f"{a}/{b}"} | {k: v[i] for k, v in pair_ranks.items()}
+        for i, (a, b, _, _) in enumerate(pairs)
+    ]
+    details = {"fill_in_the_blank": blank_details, "neighbours": pair_details}
+    return DemoFigures(blanks, neighbours, len(rows), len(pairs), details)

@@ -116,6 +116,10 @@ def test_demos_and_curves_on_a_random_model(tmp_path):
     assert figures.neighbours["trained"] == figures.neighbours["random"]
     assert 0 < figures.blank_count <= len(BLANKS)
     assert any("trained top-5" in line for line in lines)
+    blanks = figures.details["fill_in_the_blank"]
+    assert len(blanks) == figures.blank_count
+    assert all(b["trained"] == b["random"] and b["unigram"] >= 1 for b in blanks)
+    assert len(figures.details["neighbours"]) == figures.pair_count
 
     path = plot_curves(
         [{"step": 10, "loss": 9.0}, {"step": 20, "loss": 8.0}],
