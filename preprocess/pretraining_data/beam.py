@@ -1,0 +1,288 @@
+"""`create-pretraining-data --runner beam`: the same instances as the local path, as an Apache
+Beam pipeline (DirectRunner locally; Dataflow, Flink or Spark with their pipeline options).
+
+The local path batches documents while it reads the corpus in order; a Beam pipeline reads its
+files in parallel, so it plans the same batches first and then groups documents by batch:
+
+1. `DocumentSizes`: each file (in parallel) -> the `document_size` of its non-empty documents.
+2. `PlanBatches`: one step over all sizes in corpus order -> each file's first document index
+   and the first document of every batch (`pipeline.batch_starts`, the rule of the local path).
+3. `ReadDocuments`: each file again -> `(batch, (document index, lines))`.
+4. `GroupBatches` + `MakeInstances`: each batch, its documents in corpus order, through
+   `generate.DocumentProcessor.process` as one local worker would.
+5. `WriteShards`: Beam's TFRecord sink, files named `format.shard_name`.
+
+Every random draw depends only on the seed, the duplication round and the document's corpus
+index (see `generate`), and NSP's random next text only on the batch, so the records equal the
+local path's as a multiset for any runner and number of workers. Which shard a record lands in
+and the order within a shard are the sink's. The statistics of `metadata.json` come from the
+pipeline's counters.
+
+Memory per worker: one batch (`pipeline.BATCH_BYTES` of text and at least two documents, a
+document held whole as in the local path) and its records; the planning step holds four bytes
+per document of the corpus (24 MB for Wikipedia's six million articles) and every worker the
+plan, eight bytes per batch.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import os
+import tempfile
+import time
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, WorkerOptions
+
+from albert_tf.errors import DataError, OutputError
+from albert_tf.io_utils import atomic_dir, check_output_path, is_remote
+from preprocess.pretraining_data import pipeline
+from preprocess.pretraining_data.documents import resolve_inputs, split_documents
+from preprocess.pretraining_data.format import METADATA_FILE, shard_name
+from preprocess.pretraining_data.generate import Counters, DocumentProcessor, Settings
+
+NAMESPACE = "albert_tf.pretraining_data"
+
+
+def _text_lines(path: str) -> Iterator[str]:
+    """The lines of a text file on any Beam filesystem (".gz" decompressed); counts the bytes
+    read. DataError on a file that is not UTF-8."""
+    read = Metrics.counter(NAMESPACE, "input_bytes")
+    with FileSystems.open(path) as f:
+        number = 0
+        while raw := f.readline():
+            number += 1
+            read.inc(len(raw))
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"{path} is not UTF-8 text (line {number}: {e.reason})") from None
+
+
+def _document_sizes(item: tuple[int, str]) -> tuple[int, array]:
+    """(file index, path) -> (file index, uint32 sizes of its non-empty documents)."""
+    index, path = item
+    return index, array(
+        "I", (pipeline.document_size(d) for d in split_documents(_text_lines(path)))
+    )
+
+
+def _plan(sizes: list[tuple[int, array]], batch_bytes: int) -> dict[str, Any]:
+    """All files' document sizes -> "offsets" (each file's first document index) and "starts"
+    (each batch's first document index), in corpus order."""
+    by_file = [s for _, s in sorted(sizes, key=lambda item: item[0])]
+    offsets = [0]
+    for file_sizes in by_file:
+        offsets.append(offsets[-1] + len(file_sizes))
+    starts = pipeline.batch_starts((s for f in by_file for s in f), batch_bytes)
+    return {"offsets": offsets, "starts": array("q", starts)}
+
+
+def _keyed_documents(
+    item: tuple[int, str], plan: dict[str, Any]
+) -> Iterator[tuple[int, tuple[int, list[str]]]]:
+    """(file index, path) -> (batch, (document index, lines)) per non-empty document."""
+    file_index, path = item
+    index = plan["offsets"][file_index]
+    for lines in split_documents(_text_lines(path)):
+        yield bisect.bisect_right(plan["starts"], index) - 1, (index, lines)
+        index += 1
+
+
+class _MakeInstances(beam.DoFn):
+    """One batch of documents -> its serialized Examples, statistics into the counters."""
+
+    def __init__(self, settings: Settings, sp_model: bytes):
+        self.settings = settings
+        self.sp_model = sp_model  # the model's bytes: workers may not see the driver's files
+        self.processor: DocumentProcessor | None = None
+
+    def setup(self) -> None:
+        with tempfile.NamedTemporaryFile(suffix=".model", delete=False) as f:
+            f.write(self.sp_model)
+        try:
+            settings = dataclasses.replace(self.settings, sp_model_path=f.name)
+            self.processor = DocumentProcessor(settings)  # the model is loaded: file unneeded
+        finally:
+            os.unlink(f.name)
+
+    def process(self, batch: tuple[int, Any]) -> Iterator[bytes]:
+        _, documents = batch
+        assert self.processor is not None, "setup was not called"
+        records, counters = self.processor.process(sorted(documents), frame=False)
+        for name, value in _counter_values(counters).items():
+            if value:
+                Metrics.counter(NAMESPACE, name).inc(value)
+        for _, record in records:
+            yield record
+
+
+def _counter_values(counters: Counters) -> dict[str, int]:
+    """Counters as flat metric names: scalars by name, list entries as NAME_I."""
+    values = {}
+    for field in dataclasses.fields(counters):
+        value = getattr(counters, field.name)
+        if isinstance(value, list):
+            values.update({f"{field.name}_{i}": v for i, v in enumerate(value)})
+        else:
+            values[field.name] = value
+    return values
+
+
+def _counters_from_metrics(result: Any, ngram: int) -> tuple[Counters, int]:
+    """The pipeline's summed Counters and input bytes, from its committed metrics."""
+    found = {}
+    for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        found[counter.key.metric.name] = found.get(counter.key.metric.name, 0) + value
+    totals = Counters(ngram_counts=[0] * (ngram + 1))
+    for field in dataclasses.fields(totals):
+        value = getattr(totals, field.name)
+        if isinstance(value, list):
+            value[:] = [found.get(f"{field.name}_{i}", 0) for i in range(len(value))]
+        else:
+            setattr(totals, field.name, found.get(field.name, 0))
+    return totals, found.get("input_bytes", 0)
+
+
+def _resolve(patterns: list[str]) -> list[str]:
+    """Input files in corpus order: sorted paths, as `documents.resolve_inputs` for local ones
+    (so that both runners index the documents alike), `FileSystems.match` for URLs."""
+    local = [p for p in patterns if not is_remote(p)]
+    files = [str(f) for f in resolve_inputs(local)] if local else []
+    for pattern in (p for p in patterns if is_remote(p)):
+        matches = FileSystems.match([pattern])[0].metadata_list
+        if not matches:
+            raise DataError(f"no input file matches {pattern!r}")
+        files += sorted(m.path for m in matches)
+    return sorted(dict.fromkeys(files))
+
+
+def _options(pipeline_args: list[str], num_workers: int) -> PipelineOptions:
+    """Pipeline options from the user's `pipeline_args`; without a --runner, the DirectRunner
+    in multi-process mode with `num_workers` processes (unless the arguments say otherwise)."""
+    options = PipelineOptions(pipeline_args)
+    if not any(a.startswith("--default_sdk_harness_log_level") for a in pipeline_args):
+        # the workers' own warnings (no persistent directory, a slow CRC) are noise here
+        options.view_as(WorkerOptions).default_sdk_harness_log_level = "ERROR"
+    direct = options.view_as(DirectOptions)
+    if not any(a.startswith("--direct_num_workers") for a in pipeline_args):
+        direct.direct_num_workers = num_workers
+    if not any(a.startswith("--direct_running_mode") for a in pipeline_args):
+        direct.direct_running_mode = "multi_processing"
+    return options
+
+
+def _count_records(path: str) -> int:
+    """Records in a TFRecord file, from the frame headers alone."""
+    count = 0
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        while header := f.read(12):  # uint64 length + masked CRC of the length
+            f.seek(int.from_bytes(header[:8], "little") + 4, os.SEEK_CUR)
+            count += 1
+    return count
+
+
+def _build(root: Any, files: list[str], settings: Settings, sp_model: bytes, output: str) -> None:
+    """The pipeline's transforms, from the file list to the shards under `output`."""
+    indexed = (
+        root | "Files" >> beam.Create(list(enumerate(files))) | "SpreadFiles" >> beam.Reshuffle()
+    )
+    plan = (
+        indexed
+        | "DocumentSizes" >> beam.Map(_document_sizes)
+        | "CollectSizes" >> beam.combiners.ToList()
+        | "PlanBatches" >> beam.Map(_plan, pipeline.BATCH_BYTES)
+    )
+    _ = (
+        indexed
+        | "ReadDocuments" >> beam.FlatMap(_keyed_documents, beam.pvalue.AsSingleton(plan))
+        | "GroupBatches" >> beam.GroupByKey()
+        | "MakeInstances" >> beam.ParDo(_MakeInstances(settings, sp_model))
+        | "WriteShards"
+        >> beam.io.WriteToTFRecord(
+            FileSystems.join(output, "data"),
+            file_name_suffix=".tfrecord",
+            num_shards=settings.num_shards,
+            shard_name_template="-SSSSS-of-NNNNN",
+        )
+    )
+
+
+def run_beam(
+    patterns: list[str],
+    settings: Settings,
+    output_dir: str | os.PathLike,
+    overwrite: bool,
+    num_workers: int,
+    pipeline_args: list[str],
+) -> dict[str, Any]:
+    """Runs the pipeline for validated `settings` and writes `output_dir` as the local path does
+    (shards and `metadata.json`); returns the statistics. A local output is created atomically;
+    on a remote filesystem the directory is complete once `metadata.json` is there, written last.
+    """
+    from preprocess.tokenizer import AlbertTokenizer
+
+    output = os.fspath(output_dir)
+    remote = is_remote(output)
+    if remote and not overwrite and FileSystems.exists(FileSystems.join(output, METADATA_FILE)):
+        raise OutputError(f"{output} already exists (pass --overwrite to replace it)")
+    if not remote:
+        check_output_path(output, overwrite)
+    files = _resolve(patterns)
+    with FileSystems.open(settings.sp_model_path, compression_type="uncompressed") as f:
+        sp_model = f.read()
+    with tempfile.TemporaryDirectory(prefix="albert-beam-") as work:
+        local_model = Path(work) / "spm.model"
+        local_model.write_bytes(sp_model)
+        tokenizer = AlbertTokenizer(local_model, settings.do_lower_case)  # fails early if bad
+
+    logging.getLogger("apache_beam").setLevel(logging.ERROR)
+    start = time.perf_counter()
+    writing = contextlib.nullcontext(output) if remote else atomic_dir(output, overwrite=overwrite)
+    with writing as out:
+        root = beam.Pipeline(options=_options(pipeline_args, num_workers))
+        _build(root, files, settings, sp_model, str(out))
+        try:
+            result = root.run()
+            result.wait_until_finish()
+        except DataError:
+            raise
+        except Exception as e:  # a worker's error arrives wrapped by the runner
+            raise DataError(f"the Beam pipeline failed: {_last_line(e)}") from None
+        totals, input_bytes = _counters_from_metrics(result, settings.ngram)
+        pipeline.check_totals(totals, files)
+        shards = [
+            FileSystems.join(str(out), shard_name(i, settings.num_shards))
+            for i in range(settings.num_shards)
+        ]
+        metadata = pipeline.build_metadata(
+            settings,
+            tokenizer,
+            totals,
+            files=files,
+            input_bytes=input_bytes,
+            seconds=time.perf_counter() - start,
+            shard_counts=[_count_records(s) for s in shards],
+            sp_sha256=hashlib.sha256(sp_model).hexdigest(),
+            extra_settings={"runner": "beam"},
+        )
+        with FileSystems.create(FileSystems.join(str(out), METADATA_FILE)) as f:
+            f.write(pipeline.metadata_json(metadata).encode())
+    return metadata["statistics"]
+
+
+def _last_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
