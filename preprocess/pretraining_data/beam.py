@@ -30,7 +30,6 @@ import bisect
 import contextlib
 import dataclasses
 import hashlib
-import logging
 import os
 import tempfile
 import time
@@ -42,39 +41,28 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
-from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, WorkerOptions
 
-from albert_tf.errors import DataError, OutputError
+from albert_tf.errors import OutputError
 from albert_tf.io_utils import atomic_dir, check_output_path, is_remote
+from preprocess.beam_io import (
+    NAMESPACE,
+    counter_values,
+    match_files,
+    pipeline_options,
+    read_text_lines,
+    run,
+)
 from preprocess.pretraining_data import pipeline
 from preprocess.pretraining_data.documents import resolve_inputs, split_documents
 from preprocess.pretraining_data.format import METADATA_FILE, shard_name
 from preprocess.pretraining_data.generate import Counters, DocumentProcessor, Settings
-
-NAMESPACE = "albert_tf.pretraining_data"
-
-
-def _text_lines(path: str) -> Iterator[str]:
-    """The lines of a text file on any Beam filesystem (".gz" decompressed); counts the bytes
-    read. DataError on a file that is not UTF-8."""
-    read = Metrics.counter(NAMESPACE, "input_bytes")
-    with FileSystems.open(path) as f:
-        number = 0
-        while raw := f.readline():
-            number += 1
-            read.inc(len(raw))
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataError(f"{path} is not UTF-8 text (line {number}: {e.reason})") from None
 
 
 def _document_sizes(item: tuple[int, str]) -> tuple[int, array]:
     """(file index, path) -> (file index, uint32 sizes of its non-empty documents)."""
     index, path = item
     return index, array(
-        "I", (pipeline.document_size(d) for d in split_documents(_text_lines(path)))
+        "I", (pipeline.document_size(d) for d in split_documents(read_text_lines(path)))
     )
 
 
@@ -95,7 +83,7 @@ def _keyed_documents(
     """(file index, path) -> (batch, (document index, lines)) per non-empty document."""
     file_index, path = item
     index = plan["offsets"][file_index]
-    for lines in split_documents(_text_lines(path)):
+    for lines in split_documents(read_text_lines(path)):
         yield bisect.bisect_right(plan["starts"], index) - 1, (index, lines)
         index += 1
 
@@ -141,11 +129,8 @@ def _counter_values(counters: Counters) -> dict[str, int]:
 
 
 def _counters_from_metrics(result: Any, ngram: int) -> tuple[Counters, int]:
-    """The pipeline's summed Counters and input bytes, from its committed metrics."""
-    found = {}
-    for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
-        value = counter.committed if counter.committed is not None else counter.attempted
-        found[counter.key.metric.name] = found.get(counter.key.metric.name, 0) + value
+    """The pipeline's summed Counters and input bytes, from its metrics."""
+    found = counter_values(result)
     totals = Counters(ngram_counts=[0] * (ngram + 1))
     for field in dataclasses.fields(totals):
         value = getattr(totals, field.name)
@@ -161,27 +146,8 @@ def _resolve(patterns: list[str]) -> list[str]:
     (so that both runners index the documents alike), `FileSystems.match` for URLs."""
     local = [p for p in patterns if not is_remote(p)]
     files = [str(f) for f in resolve_inputs(local)] if local else []
-    for pattern in (p for p in patterns if is_remote(p)):
-        matches = FileSystems.match([pattern])[0].metadata_list
-        if not matches:
-            raise DataError(f"no input file matches {pattern!r}")
-        files += sorted(m.path for m in matches)
-    return sorted(dict.fromkeys(files))
-
-
-def _options(pipeline_args: list[str], num_workers: int) -> PipelineOptions:
-    """Pipeline options from the user's `pipeline_args`; without a --runner, the DirectRunner
-    in multi-process mode with `num_workers` processes (unless the arguments say otherwise)."""
-    options = PipelineOptions(pipeline_args)
-    if not any(a.startswith("--default_sdk_harness_log_level") for a in pipeline_args):
-        # the workers' own warnings (no persistent directory, a slow CRC) are noise here
-        options.view_as(WorkerOptions).default_sdk_harness_log_level = "ERROR"
-    direct = options.view_as(DirectOptions)
-    if not any(a.startswith("--direct_num_workers") for a in pipeline_args):
-        direct.direct_num_workers = num_workers
-    if not any(a.startswith("--direct_running_mode") for a in pipeline_args):
-        direct.direct_running_mode = "multi_processing"
-    return options
+    remote = [p for p in patterns if is_remote(p)]
+    return sorted(dict.fromkeys(files + (match_files(remote) if remote else [])))
 
 
 def _count_records(path: str) -> int:
@@ -248,19 +214,12 @@ def run_beam(
         local_model.write_bytes(sp_model)
         tokenizer = AlbertTokenizer(local_model, settings.do_lower_case)  # fails early if bad
 
-    logging.getLogger("apache_beam").setLevel(logging.ERROR)
     start = time.perf_counter()
     writing = contextlib.nullcontext(output) if remote else atomic_dir(output, overwrite=overwrite)
     with writing as out:
-        root = beam.Pipeline(options=_options(pipeline_args, num_workers))
+        root = beam.Pipeline(options=pipeline_options(pipeline_args, num_workers))
         _build(root, files, settings, sp_model, str(out))
-        try:
-            result = root.run()
-            result.wait_until_finish()
-        except DataError:
-            raise
-        except Exception as e:  # a worker's error arrives wrapped by the runner
-            raise DataError(f"the Beam pipeline failed: {_last_line(e)}") from None
+        result = run(root)
         totals, input_bytes = _counters_from_metrics(result, settings.ngram)
         pipeline.check_totals(totals, files)
         shards = [
@@ -281,8 +240,3 @@ def run_beam(
         with FileSystems.create(FileSystems.join(str(out), METADATA_FILE)) as f:
             f.write(pipeline.metadata_json(metadata).encode())
     return metadata["statistics"]
-
-
-def _last_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    return lines[-1] if lines else type(error).__name__

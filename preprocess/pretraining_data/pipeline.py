@@ -31,7 +31,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from albert_tf.errors import DataError, InstallError
+from albert_tf.environment import import_beam_module
+from albert_tf.errors import DataError
 from albert_tf.io_utils import atomic_dir, check_output_path, is_remote
 from preprocess.pretraining_data.documents import input_size, iter_documents, resolve_inputs
 from preprocess.pretraining_data.format import (
@@ -312,7 +313,8 @@ def create_pretraining_data(
     if pipeline_args and runner != "beam":
         raise DataError("Beam pipeline options (after --) need --runner beam")
     if runner == "beam":
-        return _beam().run_beam(
+        beam: Any = import_beam_module("preprocess.pretraining_data.beam")
+        return beam.run_beam(
             patterns, settings, output_dir, overwrite, num_workers, list(pipeline_args or [])
         )
     check_output_path(output_dir, overwrite)
@@ -347,17 +349,6 @@ def create_pretraining_data(
         )
         (tmp / METADATA_FILE).write_text(metadata_json(metadata))
     return metadata["statistics"]
-
-
-def _beam() -> Any:
-    """The Beam pipeline module; InstallError naming the extra if Apache Beam is missing."""
-    try:
-        from preprocess.pretraining_data import beam
-    except ModuleNotFoundError as e:
-        if not (e.name or "").startswith("apache_beam"):
-            raise
-        raise InstallError('the Beam runner needs Apache Beam: pip install -e ".[beam]"') from None
-    return beam
 
 
 def check_totals(totals: Counters, files: list) -> None:
