@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from preprocess.pretraining_data import create_pretraining_data, pipeline
+from preprocess.pretraining_data import create_pretraining_data, pipeline, plan
+from preprocess.pretraining_data.documents import split_documents
+from preprocess.pretraining_data.generate import DocumentProcessor, Settings
 
 LABEL_KEYS = {
     "sop": ("sop_swapped", "sop_swapped_fraction"),
@@ -29,7 +32,7 @@ def test_planned_batches_are_the_streamed_batches(sizes, batch_bytes):
         streamed = [[index for index, _ in batch] for batch, _ in pipeline._batches(documents)]
     finally:
         pipeline.BATCH_BYTES = old
-    planned = pipeline.batch_starts([max(n, 1) for n in sizes], batch_bytes)
+    planned = plan.batch_starts([max(n, 1) for n in sizes], batch_bytes)
     assert [batch[0] for batch in streamed if batch] == planned
     assert sum(map(len, streamed)) == len(sizes)
 
@@ -72,6 +75,49 @@ def spm_model(fixtures_dir) -> str:
 
 
 COMMON = dict(max_seq_length=48, max_predictions_per_seq=6, dupe_factor=2, num_shards=2)
+
+
+@pytest.mark.parametrize("sentence_task", ["nsp", "sop"])
+def test_planned_batches_give_the_local_records(
+    tmp_path, corpus, spm_model, sentence_task, monkeypatch
+):
+    """The Beam pipeline's steps without Beam: sizes per file, plan, documents keyed by batch,
+    each batch processed alone (files and batches in any order) -> the local records."""
+    monkeypatch.setattr(pipeline, "BATCH_BYTES", 6000)
+    local = tmp_path / "local"
+    create_pretraining_data(
+        corpus, spm_model, local, sentence_task=sentence_task, progress=False, **COMMON
+    )
+    files = sorted(Path(corpus[0]).parent.glob("part*.txt"))
+    sizes = [
+        [plan.document_size(d) for d in split_documents(f.read_text().splitlines())] for f in files
+    ]
+    batch_plan = plan.plan_batches([array("I", s) for s in sizes], 6000)
+    assert len(batch_plan.starts) > 3
+    batches: dict[int, list] = {}
+    for file_index in reversed(range(len(files))):  # the order files are read in is irrelevant
+        documents = split_documents(files[file_index].read_text().splitlines())
+        for batch, document in plan.keyed_documents(documents, file_index, batch_plan):
+            batches.setdefault(batch, []).append(document)
+    assert sorted(batches) == list(range(len(batch_plan.starts)))
+    meta = json.loads((local / "metadata.json").read_text())
+    settings = Settings(
+        sp_model_path=spm_model,
+        do_lower_case=True,
+        masked_lm_prob=0.15,
+        short_seq_prob=0.1,
+        ngram=3,
+        seed=12345,
+        mask=True,
+        sentence_task=sentence_task,
+        **COMMON,
+    )
+    processor = DocumentProcessor(settings)
+    records = []
+    for batch in reversed(sorted(batches)):
+        records += [r for _, r in processor.process(sorted(batches[batch]), frame=False)[0]]
+    assert sorted(hashlib.sha256(r).hexdigest() for r in records) == digests(local)
+    assert len(records) == meta["num_instances"]
 
 
 @pytest.mark.slow

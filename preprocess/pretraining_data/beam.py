@@ -6,7 +6,7 @@ files in parallel, so it plans the same batches first and then groups documents 
 
 1. `DocumentSizes`: each file (in parallel) -> the `document_size` of its non-empty documents.
 2. `PlanBatches`: one step over all sizes in corpus order -> each file's first document index
-   and the first document of every batch (`pipeline.batch_starts`, the rule of the local path).
+   and the first document of every batch (`plan.plan_batches`, the rule of the local path).
 3. `ReadDocuments`: each file again -> `(batch, (document index, lines))`.
 4. `GroupBatches` + `MakeInstances`: each batch, its documents in corpus order, through
    `generate.DocumentProcessor.process` as one local worker would.
@@ -26,7 +26,6 @@ plan, eight bytes per batch.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import dataclasses
 import hashlib
@@ -56,36 +55,31 @@ from preprocess.pretraining_data import pipeline
 from preprocess.pretraining_data.documents import resolve_inputs, split_documents
 from preprocess.pretraining_data.format import METADATA_FILE, shard_name
 from preprocess.pretraining_data.generate import Counters, DocumentProcessor, Settings
+from preprocess.pretraining_data.plan import (
+    BatchPlan,
+    document_size,
+    keyed_documents,
+    plan_batches,
+)
 
 
 def _document_sizes(item: tuple[int, str]) -> tuple[int, array]:
     """(file index, path) -> (file index, uint32 sizes of its non-empty documents)."""
     index, path = item
-    return index, array(
-        "I", (pipeline.document_size(d) for d in split_documents(read_text_lines(path)))
-    )
+    return index, array("I", map(document_size, split_documents(read_text_lines(path))))
 
 
-def _plan(sizes: list[tuple[int, array]], batch_bytes: int) -> dict[str, Any]:
-    """All files' document sizes -> "offsets" (each file's first document index) and "starts"
-    (each batch's first document index), in corpus order."""
-    by_file = [s for _, s in sorted(sizes, key=lambda item: item[0])]
-    offsets = [0]
-    for file_sizes in by_file:
-        offsets.append(offsets[-1] + len(file_sizes))
-    starts = pipeline.batch_starts((s for f in by_file for s in f), batch_bytes)
-    return {"offsets": offsets, "starts": array("q", starts)}
+def _plan(sizes: list[tuple[int, array]], batch_bytes: int) -> BatchPlan:
+    """All files' (file index, document sizes) -> the batch plan."""
+    return plan_batches([s for _, s in sorted(sizes, key=lambda item: item[0])], batch_bytes)
 
 
 def _keyed_documents(
-    item: tuple[int, str], plan: dict[str, Any]
+    item: tuple[int, str], plan: BatchPlan
 ) -> Iterator[tuple[int, tuple[int, list[str]]]]:
     """(file index, path) -> (batch, (document index, lines)) per non-empty document."""
     file_index, path = item
-    index = plan["offsets"][file_index]
-    for lines in split_documents(read_text_lines(path)):
-        yield bisect.bisect_right(plan["starts"], index) - 1, (index, lines)
-        index += 1
+    return keyed_documents(split_documents(read_text_lines(path)), file_index, plan)
 
 
 class _MakeInstances(beam.DoFn):

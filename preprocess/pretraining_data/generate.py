@@ -4,7 +4,7 @@ Every random choice for document `d` in duplication round `k` comes from
 `numpy.random.default_rng([seed, k, d])`, so an instance depends only on the settings, the
 document and its index in the corpus, never on which process made it. NSP's random next text
 comes from another document of the same batch (see `instances.create_nsp_pairs`); batches are
-composed independently of the number of workers (`pipeline._batches`, `pipeline.batch_starts`).
+composed independently of the number of workers (`pipeline._batches`, `plan.batch_starts`).
 """
 
 from __future__ import annotations

@@ -49,38 +49,10 @@ from preprocess.pretraining_data.generate import (
     init_worker,
     process_in_worker,
 )
+from preprocess.pretraining_data.plan import closes, document_size
 
 RUNNERS = ("local", "beam")
 BATCH_BYTES = 1 << 20  # text per worker task; CRCs are vectorized over a task's records
-
-
-def document_size(lines: list[str]) -> int:
-    """A document's text size as batching counts it: characters of its stripped lines."""
-    return sum(len(line) for line in lines)
-
-
-def _closes(size: int, count: int, batch_bytes: int) -> bool:
-    """Whether a batch of `count` documents holding `size` characters is complete."""
-    return size >= batch_bytes and count >= 2
-
-
-def batch_starts(sizes: Iterable[int], batch_bytes: int | None = None) -> list[int]:
-    """The batches of `_batches`, planned from the non-empty documents' `document_size`s alone:
-    the index of each batch's first document, in order (for a pipeline that reads the corpus in
-    parallel and so cannot batch while it reads)."""
-    batch_bytes = BATCH_BYTES if batch_bytes is None else batch_bytes
-    starts: list[int] = []
-    size = count = 0
-    for index, document in enumerate(sizes):
-        if count == 0:
-            starts.append(index)
-        size += document
-        count += 1
-        if _closes(size, count, batch_bytes):
-            size = count = 0
-    if 0 < count < 2 and len(starts) > 1:
-        starts.pop()  # a last batch of a single document joins the batch before it
-    return starts
 
 
 def _batches(documents: Iterable[tuple[list[str], int]]) -> Iterator[tuple[list, int]]:
@@ -102,7 +74,7 @@ def _batches(documents: Iterable[tuple[list[str], int]]) -> Iterator[tuple[list,
             batch.append((index, lines))
             index += 1
             size += document_size(lines)
-        if _closes(size, len(batch), BATCH_BYTES):
+        if closes(size, len(batch), BATCH_BYTES):
             if held is not None:
                 yield held
             held = (batch, num_bytes)
