@@ -18,15 +18,17 @@ from albert_tf.errors import AlbertError, DataError
 NAMESPACE = "albert_tf"  # of the pipelines' metrics
 
 
-def read_text_lines(path: str) -> Iterator[str]:
-    """The lines of a UTF-8 text file on any Beam filesystem (".gz" decompressed), counting the
-    bytes read in the "input_bytes" metric. DataError naming the line if it is not UTF-8."""
-    read = Metrics.counter(NAMESPACE, "input_bytes")
+def read_text_lines(path: str, count_bytes: bool = False) -> Iterator[str]:
+    """The lines of a UTF-8 text file on any Beam filesystem (".gz" decompressed); with
+    `count_bytes`, the bytes read are added to the "input_bytes" metric (count each file once).
+    DataError naming the line if it is not UTF-8."""
+    read = Metrics.counter(NAMESPACE, "input_bytes") if count_bytes else None
     with FileSystems.open(path) as f:
         number = 0
         while raw := f.readline():
             number += 1
-            read.inc(len(raw))
+            if read is not None:
+                read.inc(len(raw))
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as e:

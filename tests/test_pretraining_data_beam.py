@@ -153,7 +153,8 @@ def test_beam_records_equal_the_local_records(
         assert [f["num_instances"] for f in meta["files"]] == [
             len(read_records_of(out / f["name"])) for f in meta["files"]
         ]
-        for key in ("num_documents", "num_instances", "masked_tokens", "ngram_counts"):
+        keys = ("input_bytes", "num_documents", "num_instances", "masked_tokens", "ngram_counts")
+        for key in keys:
             assert stats[key] == local_meta["statistics"][key], key
         for key in LABEL_KEYS[sentence_task]:
             assert stats[key] == local_meta["statistics"][key], key

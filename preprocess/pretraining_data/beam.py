@@ -21,7 +21,8 @@ pipeline's counters.
 Memory per worker: one batch (`pipeline.BATCH_BYTES` of text and at least two documents, a
 document held whole as in the local path) and its records; the planning step holds four bytes
 per document of the corpus (24 MB for Wikipedia's six million articles) and every worker the
-plan, eight bytes per batch.
+plan, eight bytes per batch. (The DirectRunner keeps the data between steps in memory; a
+distributed runner shuffles it through its own storage.)
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import tempfile
 import time
 from array import array
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
@@ -66,7 +66,8 @@ from preprocess.pretraining_data.plan import (
 def _document_sizes(item: tuple[int, str]) -> tuple[int, array]:
     """(file index, path) -> (file index, uint32 sizes of its non-empty documents)."""
     index, path = item
-    return index, array("I", map(document_size, split_documents(read_text_lines(path))))
+    documents = split_documents(read_text_lines(path, count_bytes=True))
+    return index, array("I", map(document_size, documents))
 
 
 def _plan(sizes: list[tuple[int, array]], batch_bytes: int) -> BatchPlan:
@@ -87,7 +88,7 @@ class _MakeInstances(beam.DoFn):
 
     def __init__(self, settings: Settings, sp_model: bytes):
         self.settings = settings
-        self.sp_model = sp_model  # the model's bytes: workers may not see the driver's files
+        self.sp_model = sp_model
         self.processor: DocumentProcessor | None = None
 
     def setup(self) -> None:
@@ -201,12 +202,10 @@ def run_beam(
     if not remote:
         check_output_path(output, overwrite)
     files = _resolve(patterns)
+    # the model's bytes go to the workers, which may not see this machine's files
+    tokenizer = AlbertTokenizer(settings.sp_model_path, settings.do_lower_case)  # checks it
     with FileSystems.open(settings.sp_model_path, compression_type="uncompressed") as f:
         sp_model = f.read()
-    with tempfile.TemporaryDirectory(prefix="albert-beam-") as work:
-        local_model = Path(work) / "spm.model"
-        local_model.write_bytes(sp_model)
-        tokenizer = AlbertTokenizer(local_model, settings.do_lower_case)  # fails early if bad
 
     start = time.perf_counter()
     writing = contextlib.nullcontext(output) if remote else atomic_dir(output, overwrite=overwrite)
