@@ -18,8 +18,9 @@ of the tree seen by the sampler (Beam's worker processes are not always reaped b
         [--sizes 25 100 | --embedded] [--workers 1 2] [--runners local beam]
         [--max-seq-length 512] [--dupe-factor 1]
 
-`--embedded` uses the embedded default corpus instead (the standard library's docstrings and
-pydoc topics, about 2.5 MB, `preprocess.corpus`): nothing to fetch.
+`--embedded` builds the corpora from the embedded default corpus instead (the standard
+library's docstrings and pydoc topics, about 1.4 MB of training text, `preprocess.corpus`,
+cycled up to each size): nothing to fetch.
 
 Results are printed as a table and written to benchmarks/results/pretraining_data.json (--json).
 """
@@ -84,12 +85,11 @@ def document_text(path: Path) -> str:
         return "\n".join(line.rstrip() for line in f if line.strip())
 
 
-def build_corpus(root: Path, target: Path, megabytes: int) -> Path:
-    """Writes about `megabytes` MB of documents (cycling through the sources if needed)."""
+def build_corpus(documents: list[str], target: Path, megabytes: int) -> Path:
+    """Writes about `megabytes` MB of `documents` (cycling through them if needed)."""
     if target.exists():
         return target
     limit = megabytes * 1_000_000
-    documents = [document_text(p) for p in source_files(root)]
     written = 0
     tmp = target.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as out:
@@ -181,11 +181,15 @@ def main() -> None:
         sys.path.insert(0, str(REPO))
         from preprocess.corpus import build_default_corpus
 
-        corpus = build_default_corpus(data_dir / "embedded").train
-        corpora = {round(corpus.stat().st_size / 1e6): corpus}
+        text = build_default_corpus(data_dir / "embedded").train.read_text(encoding="utf-8")
+        documents = [d.strip() for d in text.split("\n\n") if d.strip()]
+        prefix = "embedded"
     else:
-        root = fetch(data_dir)
-        corpora = {mb: build_corpus(root, data_dir / f"corpus_{mb}mb.txt", mb) for mb in args.sizes}
+        documents = [document_text(p) for p in source_files(fetch(data_dir))]
+        prefix = "corpus"
+    corpora = {
+        mb: build_corpus(documents, data_dir / f"{prefix}_{mb}mb.txt", mb) for mb in args.sizes
+    }
     model = train_spm(corpora[min(corpora)], data_dir / "spm8k")
     results = []
     for mb, corpus in corpora.items():

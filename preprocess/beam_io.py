@@ -4,16 +4,29 @@ with its failure as one line. Imported only with `--runner beam` (the `.[beam]` 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import sys
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.metrics import Metrics
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, WorkerOptions
+# Beam warns at import about each filesystem whose client is not installed (GCS without the
+# [gcp] extra); a path on one fails with its own error when it is used.
+logging.getLogger("apache_beam.io.filesystems").setLevel(logging.ERROR)
 
-from albert_tf.errors import AlbertError, DataError
+import apache_beam as beam  # noqa: E402
+from apache_beam.io.filesystems import FileSystems  # noqa: E402
+from apache_beam.metrics import Metrics  # noqa: E402
+from apache_beam.options.pipeline_options import (  # noqa: E402
+    DirectOptions,
+    PipelineOptions,
+    StandardOptions,
+    WorkerOptions,
+)
+
+from albert_tf.errors import AlbertError, DataError  # noqa: E402
 
 NAMESPACE = "albert_tf"  # of the pipelines' metrics
 
@@ -52,15 +65,16 @@ def match_files(patterns: list[str]) -> list[str]:
 
 def pipeline_options(pipeline_args: list[str], num_workers: int) -> PipelineOptions:
     """Options from the user's `pipeline_args`; unless they say otherwise, the DirectRunner in
-    multi-process mode with `num_workers` processes and the workers' log at ERROR."""
+    multi-process mode with `num_workers` processes, whose workers log nothing: their warnings
+    (no persistent directory, a slow CRC) are noise here, and a failure reaches the user as the
+    one line of `run`."""
     options = PipelineOptions(pipeline_args)
 
     def given(flag: str) -> bool:
         return any(a.startswith(flag) for a in pipeline_args)
 
-    if not given("--default_sdk_harness_log_level"):
-        # the workers' own warnings (no persistent directory, a slow CRC) are noise here
-        options.view_as(WorkerOptions).default_sdk_harness_log_level = "ERROR"
+    if not given("--runner") and not given("--default_sdk_harness_log_level"):
+        options.view_as(WorkerOptions).default_sdk_harness_log_level = "CRITICAL"
     direct = options.view_as(DirectOptions)
     if not given("--direct_num_workers"):
         direct.direct_num_workers = num_workers
@@ -69,13 +83,38 @@ def pipeline_options(pipeline_args: list[str], num_workers: int) -> PipelineOpti
     return options
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Beam's log off, and this process's stderr (file descriptor 2, which the DirectRunner's
+    worker processes inherit and print their tracebacks to) sent to a discarded file."""
+    logger = logging.getLogger("apache_beam")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+        logger.setLevel(level)
+
+
 def run(root: beam.Pipeline) -> Any:
     """Runs the pipeline to the end; returns its result (for the metrics). A failure, which a
-    runner wraps in its own exception, becomes a DataError with the last line of its message."""
-    logging.getLogger("apache_beam").setLevel(logging.ERROR)
+    runner wraps in its own exception, becomes a DataError with the last line of its message.
+    The DirectRunner's own log (a failing worker's traceback, repeated) is silenced: the error
+    says it in one line. Other runners log as they do (Dataflow's job link, for one)."""
+    runner = root.options.view_as(StandardOptions).runner
+    direct = runner is None or "Direct" in str(runner)
     try:
-        result = root.run()
-        result.wait_until_finish()
+        with _quiet() if direct else contextlib.nullcontext():
+            result = root.run()
+            result.wait_until_finish()
     except AlbertError:
         raise
     except Exception as e:  # a worker's error arrives wrapped by the runner
