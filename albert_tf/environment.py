@@ -3,6 +3,7 @@ line, and the oneDNN kernels it turns on for its own processes."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import importlib.util
 import os
@@ -30,6 +31,17 @@ def check_tensorflow_hub() -> None:
     fail for want of `pkg_resources`; looks the module up without importing it."""
     if importlib.util.find_spec("pkg_resources") is None:
         raise missing_pkg_resources()
+
+
+def import_beam_module(module: str) -> object:
+    """Imports one of albert-tf's Apache Beam pipelines (`preprocess.spm_beam`, ...), or raises
+    `InstallError` naming the extra when Apache Beam is not installed."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if not (e.name or "").startswith("apache_beam"):
+            raise
+        raise InstallError('the Beam runner needs Apache Beam: pip install -e ".[beam]"') from None
 
 
 # --- oneDNN ---------------------------------------------------------------------------------

@@ -63,8 +63,8 @@ from rotten_tomatoes import fetch, finetune_and_score, split  # noqa: E402
 
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE  # noqa: E402
 from albert_tf.io_utils import atomic_file  # noqa: E402
+from preprocess.pretraining_data.format import SENTENCE_TASKS  # noqa: E402
 
-SENTENCE_TASKS = ("sop", "nsp", "none")
 EVAL_TASKS = ("sop", "nsp")  # held-out data every checkpoint is scored on
 SHARING = {"all": "all-shared", "none": "not-shared", "attention": "shared-attention",
            "ffn": "shared-ffn"}  # fmt: skip

@@ -5,17 +5,26 @@ The original (google-research/albert README) ran `spm_train` with: unigram model
 `(`, `)`, `"`, `-`, `.`, `–`, `£`, `€` (ids 5-12), character coverage 0.99995, and a shuffled
 sample of at most 10M input sentences. The training text goes through `preprocess_text` first,
 so the vocabulary sees exactly what the tokenizer will feed it.
+
+The sample is ours, not the trainer's: the `input_sentence_size` normalized lines with the
+smallest seeded hash (`sample_key`), in hash order. A uniform sample for a given seed (identical
+lines share a hash, so they are in or out together) that needs memory for the sample only and
+does not depend on the order lines are read in, so an Apache Beam pipeline over a corpus too
+large for one machine (`--runner beam`, `preprocess/spm_beam.py`) draws the same sample.
 """
 
 from __future__ import annotations
 
 import glob
 import gzip
+import hashlib
+import heapq
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from albert_tf.errors import DataError, TokenizerError
 from albert_tf.io_utils import atomic_file, check_can_create, check_output_path
@@ -57,32 +66,66 @@ def _read_lines(path: Path) -> Iterator[str]:
         raise DataError(f"cannot read {path}: {e}") from None
 
 
-def write_normalized_corpus(files: Sequence[Path], output: Path, do_lower_case: bool) -> int:
-    """Writes `preprocess_text` of every non-empty line of `files` to `output`, one per line.
+def sample_key(text: str, seed: int) -> tuple[int, str]:
+    """A normalized line's place in the seeded sample order: the sample of size N is the N
+    lines with the smallest keys (a 64-bit keyed hash, the text itself breaking ties)."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8, key=str(seed).encode())
+    return int.from_bytes(digest.digest(), "big"), text
 
-    Returns the number of lines written. Shows a tqdm progress bar (lines).
-    """
+
+def smallest_keys(keys: Iterator[tuple[int, str]], size: int) -> list[tuple[int, str]]:
+    """The `size` smallest keys (all, for size 0), sorted; memory for those only."""
+    return sorted(keys) if size == 0 else heapq.nsmallest(size, keys)
+
+
+def _normalized_lines(files: Sequence[Path], do_lower_case: bool) -> Iterator[str]:
+    """`preprocess_text` of every line of `files` that is not empty after it, with a tqdm bar."""
     from tqdm import tqdm
 
-    count = 0
-    with (
-        open(output, "w", encoding="utf-8") as out,
-        # disable=None: no bar when stderr is not a terminal (logs, pipes, tests).
-        tqdm(
-            desc="normalizing", unit=" lines", unit_scale=True, mininterval=1.0, disable=None
-        ) as bar,
-    ):
+    # disable=None: no bar when stderr is not a terminal (logs, pipes, tests).
+    with tqdm(
+        desc="sampling", unit=" lines", unit_scale=True, mininterval=1.0, disable=None
+    ) as bar:
         for path in files:
             for line in _read_lines(path):
-                text = preprocess_text(line, lower=do_lower_case)
                 bar.update()
+                text = preprocess_text(line, lower=do_lower_case)
                 if text:
-                    out.write(text + "\n")
-                    count += 1
-    return count
+                    yield text
 
 
-def _record_sources(model: Path, files: Sequence[Path], prefix: Path) -> None:
+def sample_corpus(
+    files: Sequence[Path], do_lower_case: bool, sample_size: int, seed: int
+) -> list[str]:
+    """The seeded sample (see the module docstring) of the normalized lines of `files`, in
+    sample order: the trainer's input."""
+    keys = (sample_key(text, seed) for text in _normalized_lines(files, do_lower_case))
+    return [text for _, text in smallest_keys(keys, sample_size)]
+
+
+def _beam_sample(
+    inputs: Sequence[str],
+    do_lower_case: bool,
+    sample_size: int,
+    seed: int,
+    pipeline_args: Sequence[str] | None,
+    num_workers: int | None,
+) -> tuple[list[str], list[str]]:
+    """(input files, sample) drawn by `spm_beam.sample_with_beam`; InstallError without Beam."""
+    from albert_tf.environment import import_beam_module
+
+    spm_beam: Any = import_beam_module("preprocess.spm_beam")
+    return spm_beam.sample_with_beam(
+        list(inputs),
+        do_lower_case,
+        sample_size,
+        seed,
+        list(pipeline_args or []),
+        num_workers or os.cpu_count() or 1,
+    )
+
+
+def _record_sources(model: Path, files: Sequence, prefix: Path) -> None:
     """Replaces the temporary corpus and prefix the trainer stored in the model's TrainerSpec
     with the real input files and output prefix, so no temporary path is left in the model."""
     from sentencepiece import sentencepiece_model_pb2
@@ -107,16 +150,21 @@ def train_sentencepiece(
     num_threads: int | None = None,
     overwrite: bool = False,
     verbose: bool = False,
+    runner: str = "local",
+    pipeline_args: Sequence[str] | None = None,
 ) -> Path:
     """Trains a SentencePiece model with ALBERT's recipe; returns the path of `PREFIX.model`.
 
     Writes `PREFIX.model` and `PREFIX.vocab` atomically. `inputs` are paths or globs of UTF-8
     text files (`.gz` read transparently), one sentence or paragraph per line. When the corpus
-    holds more than `input_sentence_size` lines, a seeded shuffled sample of that many is used.
+    holds more than `input_sentence_size` lines, a seeded sample of that many is used (see the
+    module docstring). `runner` "beam" draws that sample with an Apache Beam pipeline
+    (`pipeline_args` its options; DirectRunner without a --runner among them): the same sample,
+    from inputs on any Beam filesystem.
 
     Raises DataError (no file matches, empty corpus, vocabulary too large for the corpus),
     TokenizerError (vocab_size too small for ALBERT's special pieces), OutputError (output
-    exists and not `overwrite`).
+    exists and not `overwrite`), InstallError (runner "beam" without Apache Beam).
     """
     import sentencepiece as spm
 
@@ -132,16 +180,28 @@ def train_sentencepiece(
         raise TokenizerError(f"--input-sentence-size must be >= 0, got {input_sentence_size}")
     if num_threads is not None and num_threads < 1:
         raise TokenizerError(f"--threads must be positive, got {num_threads}")
+    if runner not in ("local", "beam"):
+        raise DataError(f"--runner must be local or beam, got {runner!r}")
+    if pipeline_args and runner != "beam":
+        raise DataError("Beam pipeline options (after --) need --runner beam")
     prefix = Path(output_prefix)
     targets = [prefix.with_name(prefix.name + ext) for ext in (".model", ".vocab")]
     for target in targets:
         check_output_path(target, overwrite)
         check_can_create(target)
-    files = expand_inputs(inputs)
+    if runner == "beam":
+        files, sample = _beam_sample(
+            inputs, do_lower_case, input_sentence_size, seed, pipeline_args, num_threads
+        )
+    else:
+        files = expand_inputs(inputs)
+        sample = sample_corpus(files, do_lower_case, input_sentence_size, seed)
+    if not sample:
+        raise DataError(f"the input holds no text: {', '.join(map(str, files))}")
     with tempfile.TemporaryDirectory(prefix="albert-spm-") as work:
         corpus = Path(work) / "corpus.txt"
-        if write_normalized_corpus(files, corpus, do_lower_case) == 0:
-            raise DataError(f"the input holds no text: {', '.join(map(str, files))}")
+        corpus.write_text("".join(text + "\n" for text in sample), encoding="utf-8")
+        del sample
         trained = Path(work) / "spm"
         print(f"training SentencePiece ({model_type}, vocab {vocab_size}) ...", flush=True)
         spm.set_random_generator_seed(seed)
@@ -158,8 +218,8 @@ def train_sentencepiece(
                 control_symbols=list(CONTROL_SYMBOLS),
                 user_defined_symbols=list(USER_DEFINED_SYMBOLS),
                 character_coverage=character_coverage,
-                input_sentence_size=input_sentence_size,
-                shuffle_input_sentence=True,
+                input_sentence_size=0,  # the corpus is the sample already
+                shuffle_input_sentence=False,
                 num_threads=num_threads or os.cpu_count() or 1,
                 minloglevel=0 if verbose else 2,
             )

@@ -7,6 +7,7 @@ and what pretraining-data generation uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -32,10 +33,17 @@ def load_sp_model(sp_model_path: str | os.PathLike, vocab_size: int | None = Non
     from albert_tf.io_utils import gfile_errors, is_file, is_remote, path_str
 
     path = path_str(sp_model_path)
-    with gfile_errors(TokenizerError, f"cannot read SentencePiece model {path}"):
+    # A local model must not import TensorFlow (gfile_errors does): data-generation workers
+    # load one each, and TensorFlow costs them ~700 MB of RSS and seconds of start-up.
+    local = not is_remote(path)
+    with (
+        contextlib.nullcontext()
+        if local
+        else gfile_errors(TokenizerError, f"cannot read SentencePiece model {path}")
+    ):
         if not is_file(path):
             raise TokenizerError(f"SentencePiece model {path} not found")
-        if is_remote(path):
+        if not local:
             import tensorflow as tf
 
             source = {"model_proto": tf.io.gfile.GFile(path, "rb").read()}

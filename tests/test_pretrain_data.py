@@ -48,6 +48,7 @@ def test_inspect_data_reads_shapes_and_metadata(shards):
         ("vocab", "vocabulary of 99 but the config has vocab_size 50"),
         ("too_long", "only 32 position embeddings"),
         ("garbage", "not a readable TFRecord"),
+        ("metadata_not_json", "metadata.json is not readable JSON"),
     ],
 )
 def test_inspect_data_rejects_bad_input(tmp_path, case, message):
@@ -66,8 +67,22 @@ def test_inspect_data_rejects_bad_input(tmp_path, case, message):
         helpers.write_pretraining_records(path, 3, seq_length=64)
     elif case == "garbage":
         path.write_bytes(b"not a tfrecord at all, definitely" * 3)
+    elif case == "metadata_not_json":
+        helpers.write_pretraining_records(path, 3)
+        (tmp_path / "metadata.json").write_text("{truncated")
     with pytest.raises(DataError, match=message.replace("(", r"\(").replace(")", r"\)")):
         data_lib.inspect_data(str(tmp_path / "*.tfrecord"), TINY)
+
+
+def test_metadata_is_found_by_name_not_by_content(tmp_path):
+    """Only `metadata.json` is the data's metadata; another JSON beside the shards is not."""
+    path = tmp_path / "a.tfrecord"
+    helpers.write_pretraining_records(path, 3, metadata=False)
+    (tmp_path / "eval.json").write_text(json.dumps({"max_seq_length": 32, "vocab_size": 99}))
+    assert data_lib.find_metadata([str(path)]) is None
+    assert data_lib.inspect_data(str(path), TINY).max_seq_length == 16
+    (tmp_path / "metadata.json").write_text(json.dumps({"max_seq_length": 16, "vocab_size": 50}))
+    assert data_lib.find_metadata([str(path)]) == {"max_seq_length": 16, "vocab_size": 50}
 
 
 # === Pipeline ===

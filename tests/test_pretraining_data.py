@@ -12,12 +12,12 @@ import pytest
 from albert_tf.errors import DataError, OutputError, TokenizerError
 from preprocess.pretraining_data import create_pretraining_data, pipeline
 from preprocess.pretraining_data.documents import resolve_inputs, split_sentences
+from preprocess.pretraining_data.format import feature_lengths
 from preprocess.pretraining_data.instances import create_sentence_pairs, truncated_lengths
 from preprocess.pretraining_data.masking import NgramMasker
 from preprocess.pretraining_data.records import (
     crc32c,
     encode_example,
-    feature_lengths,
     frame_records,
 )
 from tests import helpers

@@ -6,7 +6,8 @@ import argparse
 import json
 import os
 
-from albert_tf.pretraining.settings import SENTENCE_TASKS
+from preprocess.pretraining_data.format import SENTENCE_TASKS
+from preprocess.pretraining_data.pipeline import RUNNERS
 
 HELP = "Create n-gram masked-LM + sentence-order (or next-sentence) pretraining TFRecords."
 
@@ -43,7 +44,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=min(4, os.cpu_count() or 1),
-        help="worker processes (the output does not depend on it)",
+        help="worker processes, or DirectRunner workers with --runner beam (the output does "
+        "not depend on it)",
+    )
+    parser.add_argument(
+        "--runner",
+        choices=RUNNERS,
+        default="local",
+        help="local: this machine's process pool (default); beam: an Apache Beam pipeline with "
+        'the same records (pip install -e ".[beam]"), on the DirectRunner unless Beam options '
+        "after -- say otherwise",
+    )
+    parser.add_argument(
+        "pipeline_args",
+        nargs="*",
+        metavar="-- BEAM_PIPELINE_OPTIONS",
+        help="with --runner beam, Beam pipeline options after --, e.g. -- --runner=DataflowRunner "
+        "--project=P --region=R --temp_location=gs://B/tmp",
     )
     parser.add_argument(
         "--shuffle-buffer", type=int, default=10000, help="records held for shuffling"
@@ -80,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         shuffle_buffer=args.shuffle_buffer,
         progress=not args.quiet,
         sentence_task=args.sentence_task,
+        runner=args.runner,
+        pipeline_args=args.pipeline_args,
     )
     keys = ["num_documents", "num_instances", "masked_fraction", "sentence_task"]
     keys += [k for k in ("sop_swapped_fraction", "nsp_random_next_fraction") if k in stats]

@@ -31,10 +31,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--input-sentence-size",
         type=int,
         default=10_000_000,
-        help="train on a shuffled sample of at most this many lines (0: all)",
+        help="train on a seeded sample of at most this many lines (0: all)",
     )
     parser.add_argument("--seed", type=int, default=12345, help="seed of the sampling")
-    parser.add_argument("--threads", type=int, default=None, help="trainer threads (default: all)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="trainer threads, and DirectRunner workers with --runner beam (default: all)",
+    )
+    parser.add_argument(
+        "--runner",
+        choices=("local", "beam"),
+        default="local",
+        help="local: sample on this machine (default); beam: sample with an Apache Beam "
+        'pipeline, the same sample (pip install -e ".[beam]"), then train here',
+    )
+    parser.add_argument(
+        "pipeline_args",
+        nargs="*",
+        metavar="-- BEAM_PIPELINE_OPTIONS",
+        help="with --runner beam, Beam pipeline options after --",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
 
 
@@ -54,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         num_threads=args.threads,
         overwrite=args.overwrite,
         verbose=args.verbose,
+        runner=args.runner,
+        pipeline_args=args.pipeline_args,
     )
     tok = AlbertTokenizer(model, do_lower_case=args.do_lower_case)
     print(f"wrote {model} and {model.with_suffix('.vocab')} (vocab {tok.vocab_size})")

@@ -1,8 +1,8 @@
 """Input pipeline for pretraining: the original ALBERT TFRecord features as model batches.
 
-Shards hold `tf.train.Example`s with the features in FEATURES (int64 except the float
-`masked_lm_weights`). `inspect_data` validates them against the model config (and the metadata
-JSON written beside them by create-pretraining-data) before anything else happens, so a wrong
+Shards hold `tf.train.Example`s in the format of `preprocess.pretraining_data.format` (int64
+features except the float `masked_lm_weights`). `inspect_data` validates them against the model
+config (and the `metadata.json` written beside them by create-pretraining-data) before anything else happens, so a wrong
 file fails with one DataError instead of deep inside a tf.data op. Shards written unmasked
 (`create-pretraining-data --no-mask`, metadata "masked": false) are masked in the pipeline by
 `preprocess.pretraining_data.dynamic_masking`, with new masks every epoch (RoBERTa-style).
@@ -27,28 +27,13 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import DataError
 from albert_tf.io_utils import gfile_errors, join, parent
-from albert_tf.pretraining.settings import SENTENCE_TASKS
-
-# Feature name -> (dtype, length key): "seq" features have max_seq_length values, "pred" ones
-# max_predictions_per_seq, "one" a single value.
-FEATURES = {
-    "input_ids": (tf.int64, "seq"),
-    "input_mask": (tf.int64, "seq"),
-    "segment_ids": (tf.int64, "seq"),
-    "masked_lm_positions": (tf.int64, "pred"),
-    "masked_lm_ids": (tf.int64, "pred"),
-    "masked_lm_weights": (tf.float32, "pred"),
-    "next_sentence_labels": (tf.int64, "one"),
-}
-
-# Records written with `create-pretraining-data --no-mask`, masked in the pipeline instead.
-UNMASKED_FEATURES = {
-    "input_ids": (tf.int64, "seq"),
-    "input_mask": (tf.int64, "seq"),
-    "segment_ids": (tf.int64, "seq"),
-    "token_boundary": (tf.int64, "seq"),
-    "next_sentence_labels": (tf.int64, "one"),
-}
+from preprocess.pretraining_data.format import (
+    METADATA_FILE,
+    SENTENCE_TASKS,
+    features,
+    parse_examples,
+    parse_unmasked,
+)
 
 # Keys of a batch as the trainer sees it: the model's inputs plus the labels.
 MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
@@ -116,9 +101,9 @@ def find_corrupt_shard(files: tuple[str, ...] | list[str]) -> tuple[str, str] | 
 
 def _example_shapes(path: str, masked: bool = True) -> tuple[int, int]:
     """(max_seq_length, max_predictions_per_seq or 0 for unmasked records) of a shard."""
-    features = _first_example(path).features.feature
-    expected = FEATURES if masked else UNMASKED_FEATURES
-    missing = [name for name in expected if name not in features]
+    found = _first_example(path).features.feature
+    expected = features(masked)
+    missing = [name for name in expected if name not in found]
     if missing:
         kind = "pretraining data" if masked else "unmasked (--no-mask) pretraining data"
         raise DataError(
@@ -127,8 +112,8 @@ def _example_shapes(path: str, masked: bool = True) -> tuple[int, int]:
         )
     lengths: dict[str, dict[str, int]] = {}
     for name, (dtype, kind) in expected.items():
-        feature = features[name]
-        values = feature.float_list.value if dtype == tf.float32 else feature.int64_list.value
+        feature = found[name]
+        values = feature.float_list.value if dtype == "float" else feature.int64_list.value
         lengths.setdefault(kind, {})[name] = len(values)
     for kind, by_name in lengths.items():
         if len(set(by_name.values())) != 1 or (kind == "one" and set(by_name.values()) != {1}):
@@ -137,22 +122,26 @@ def _example_shapes(path: str, masked: bool = True) -> tuple[int, int]:
 
 
 def find_metadata(files: list[str]) -> dict | None:
-    """The metadata JSON beside the shards (any *.json there with a "max_seq_length"), or None."""
+    """The `metadata.json` beside the shards (the first directory of theirs that has one), or
+    None. DataError if that file is not a JSON object."""
     for directory in sorted({parent(f) for f in files}):
-        for candidate in sorted(tf.io.gfile.glob(join(directory, "*.json"))):
-            try:
-                values = json.loads(tf.io.gfile.GFile(candidate).read())
-            except (ValueError, tf.errors.OpError):
-                continue
-            if isinstance(values, dict) and "max_seq_length" in values:
-                return values
+        candidate = join(directory, METADATA_FILE)
+        if not tf.io.gfile.exists(candidate):
+            continue
+        try:
+            values = json.loads(tf.io.gfile.GFile(candidate).read())
+        except (ValueError, tf.errors.OpError) as e:
+            raise DataError(f"{candidate} is not readable JSON: {e}") from None
+        if not isinstance(values, dict):
+            raise DataError(f"{candidate} is not a JSON object")
+        return values
     return None
 
 
 def inspect_data(patterns: str | list[str], config: AlbertConfig) -> DataSpec:
     """Validates pretraining shards against `config`; returns their DataSpec.
 
-    Checks: some file matches; every file's first record has all FEATURES with consistent
+    Checks: some file matches; every file's first record has all features with consistent
     lengths; all files agree; the metadata JSON (if any) agrees with the records and with
     `config.vocab_size` and names a known sentence task (none named: "sop");
     max_seq_length <= config.max_position_embeddings.
@@ -221,13 +210,6 @@ def _dynamic_masking_args(metadata: dict, config: AlbertConfig, predictions: int
     }
 
 
-def _feature_spec(spec: DataSpec) -> dict[str, tf.io.FixedLenFeature]:
-    length = {"seq": [spec.max_seq_length], "pred": [spec.max_predictions_per_seq], "one": [1]}
-    return {
-        name: tf.io.FixedLenFeature(length[kind], dtype) for name, (dtype, kind) in FEATURES.items()
-    }
-
-
 def parse_batch(serialized: tf.Tensor, spec: DataSpec) -> dict[str, tf.Tensor]:
     """Parses a [B] string tensor of Examples into a model batch.
 
@@ -235,11 +217,13 @@ def parse_batch(serialized: tf.Tensor, spec: DataSpec) -> dict[str, tf.Tensor]:
     masked_lm_positions, masked_lm_ids; float32 [B, P] masked_lm_weights; int32 [B]
     sentence_order_label; float32 [B] example_weight (all ones; zero marks eval padding).
     """
-    return to_model_batch(tf.io.parse_example(serialized, _feature_spec(spec)))
+    parsed = parse_examples(serialized, spec.max_seq_length, spec.max_predictions_per_seq)
+    return to_model_batch(parsed)
 
 
 def to_model_batch(parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    """The record features of a batch (int64/float32, see FEATURES) as a model batch."""
+    """The masked record features of a batch (int64/float32, `format.MASKED_FEATURES`) as a
+    model batch."""
     ints = {k: tf.cast(v, tf.int32) for k, v in parsed.items() if v.dtype == tf.int64}
     return {
         "input_word_ids": ints["input_ids"],
@@ -255,7 +239,7 @@ def to_model_batch(parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
 
 def _masked_examples(records: tf.data.Dataset, spec: DataSpec, seed: int) -> tf.data.Dataset:
     """Unmasked records -> examples with the seven masked features (fresh masks per element)."""
-    from preprocess.pretraining_data.dynamic_masking import dynamically_masked, parse_unmasked
+    from preprocess.pretraining_data.dynamic_masking import dynamically_masked
 
     parsed = records.map(lambda r: parse_unmasked(r, spec.max_seq_length))
     return dynamically_masked(parsed, seed=seed, **spec.dynamic_masking)

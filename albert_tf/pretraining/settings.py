@@ -20,9 +20,6 @@ from albert_tf.errors import ConfigError
 JIT_CHOICES = ("auto", "on", "off")
 DTYPE_CHOICES = DTYPES
 STRATEGY_CHOICES = ("default", "mirrored", "multi_worker", "tpu")
-# The sentence task of pretraining data (create-pretraining-data --sentence-task, recorded in the
-# data's metadata.json): ALBERT's sentence order, BERT's next sentence, or none (MLM alone).
-SENTENCE_TASKS = ("sop", "nsp", "none")
 
 # Steps per host loop when --steps-per-loop is not given, by the kind of device the replicas run
 # on. A TPU or GPU step of a small or medium model takes milliseconds, as long as the host round

@@ -2,9 +2,10 @@
 
 `create_pretraining_data` is the entry point (see `pipeline`); `documents` reads and splits the
 corpus, `instances` pairs segments, `masking` draws n-gram masks, `records` encodes
-`tf.train.Example`s, and `dynamic_masking` re-draws masks in a `tf.data` pipeline.
+`tf.train.Example`s, `format` declares the record format, and `dynamic_masking` re-draws masks in a `tf.data` pipeline.
 """
 
-from preprocess.pretraining_data.pipeline import METADATA_FILE, create_pretraining_data
+from preprocess.pretraining_data.format import METADATA_FILE
+from preprocess.pretraining_data.pipeline import create_pretraining_data
 
 __all__ = ["METADATA_FILE", "create_pretraining_data"]

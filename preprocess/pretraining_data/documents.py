@@ -14,7 +14,7 @@ import gzip
 import io
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from albert_tf.errors import DataError
@@ -110,28 +110,38 @@ def input_size(path: Path) -> int:
         return int.from_bytes(f.read(4), "little")
 
 
+def split_documents(lines: Iterable[str]) -> Iterator[list[str]]:
+    """The documents of one file's text lines: runs of non-blank lines (stripped) between blank
+    lines, in order."""
+    document: list[str] = []
+    for line in lines:
+        text = line.strip()
+        if text:
+            document.append(text)
+        elif document:
+            yield document
+            document = []
+    if document:
+        yield document
+
+
 def iter_documents(files: list[Path]) -> Iterator[tuple[list[str], int]]:
     """Yields `(lines, num_bytes)` per document: its non-blank lines (stripped) and roughly how
     many input bytes were read since the previous document (for progress). A document never
     spans two files. Raises DataError on a file that is not UTF-8 text or cannot be read."""
     for path in files:
-        lines: list[str] = []
         reported = 0
         try:
             raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
             with raw, io.TextIOWrapper(raw, encoding="utf-8", errors="strict") as reader:
-                for line in reader:
-                    text = line.strip()
-                    if text:
-                        lines.append(text)
-                    elif lines:
-                        position = raw.tell()
-                        yield lines, position - reported
-                        lines, reported = [], position
+                for lines in split_documents(reader):
+                    position = raw.tell()
+                    yield lines, position - reported
+                    reported = position
                 position = raw.tell()
         except UnicodeDecodeError as e:
             raise DataError(f"{path} is not UTF-8 text ({e.reason})") from None
         except (OSError, EOFError) as e:
             raise DataError(f"cannot read {path}: {e}") from None
-        if lines or position > reported:
-            yield lines, position - reported
+        if position > reported:
+            yield [], position - reported

@@ -7,7 +7,7 @@ the seven features of masked records, with the same n-gram scheme as `masking.Ng
 drawn with stateless random ops from a per-example seed. Pure TensorFlow (no py_function), so it
 runs in parallel `map` calls and serializes with the dataset.
 
-    ds = tf.data.TFRecordDataset(files).map(lambda r: parse_unmasked(r, 128))
+    ds = tf.data.TFRecordDataset(files).map(lambda r: format.parse_unmasked(r, 128))
     ds = dynamically_masked(ds.repeat(), seed=1, vocab_size=30000, mask_id=4, cls_id=2,
                             sep_id=3, max_predictions_per_seq=20)
 """
@@ -15,15 +15,6 @@ runs in parallel `map` calls and serializes with the dataset.
 from __future__ import annotations
 
 import tensorflow as tf
-
-UNMASKED_FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary")
-
-
-def parse_unmasked(serialized: tf.Tensor, max_seq_length: int) -> dict[str, tf.Tensor]:
-    """Parses one `--no-mask` record: int64 [S] features and `next_sentence_labels` [1]."""
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in UNMASKED_FEATURES}
-    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
-    return tf.io.parse_single_example(serialized, spec)
 
 
 def _fits(cum_covered: tf.Tensor, bounds: tf.Tensor, n: tf.Tensor, room: tf.Tensor) -> tf.Tensor:
@@ -48,7 +39,7 @@ def dynamic_mask(
     """Masks one unbatched example.
 
     Args:
-      features: `parse_unmasked` output: int64 `input_ids`, `input_mask`, `segment_ids`,
+      features: `format.parse_unmasked` output: int64 `input_ids`, `input_mask`, `segment_ids`,
         `token_boundary` [S] (1 where a piece begins a word) and `next_sentence_labels` [1].
       seed: int32/int64 [2], the example's stateless seed (a new one per epoch gives new masks).
 
@@ -157,7 +148,7 @@ def dynamic_mask(
 
 
 def dynamically_masked(dataset: tf.data.Dataset, seed: int, **mask_args) -> tf.data.Dataset:
-    """Maps `dynamic_mask` over a dataset of `parse_unmasked` examples (unbatched).
+    """Maps `dynamic_mask` over a dataset of `format.parse_unmasked` examples (unbatched).
 
     Each element gets its own seed from `tf.data.Dataset.random(seed)`, so a repeated dataset
     gets new masks every epoch and the whole stream is reproducible. `mask_args` are the

@@ -4,7 +4,7 @@ Every random choice for document `d` in duplication round `k` comes from
 `numpy.random.default_rng([seed, k, d])`, so an instance depends only on the settings, the
 document and its index in the corpus, never on which process made it. NSP's random next text
 comes from another document of the same batch (see `instances.create_nsp_pairs`); batches are
-composed independently of the number of workers (`pipeline._batches`).
+composed independently of the number of workers (`pipeline._batches`, `plan.batch_starts`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Settings:
     seed: int
     num_shards: int
     mask: bool
-    sentence_task: str = "sop"  # one of settings.SENTENCE_TASKS
+    sentence_task: str = "sop"  # one of format.SENTENCE_TASKS
 
 
 @dataclass
@@ -109,10 +109,11 @@ class DocumentProcessor:
         return sentences
 
     def process(
-        self, documents: list[tuple[int, list[str]]]
+        self, documents: list[tuple[int, list[str]]], frame: bool = True
     ) -> tuple[list[tuple[int, bytes]], Counters]:
         """Instances of `(index, lines)` documents as `(shard, TFRecord frame of a serialized
-        tf.train.Example)`, in document order then duplication round then position, and their
+        tf.train.Example)` (with `frame=False` the serialized Example alone, for a writer that
+        frames it), in document order then duplication round then position, and their
         statistics."""
         s = self.settings
         shards: list[int] = []
@@ -131,7 +132,8 @@ class DocumentProcessor:
                 pairs = self._instances(sentences, nonempty, own, rng, counters)
                 examples += [self._example(pair, rng, counters) for pair in pairs]
                 shards += rng.integers(s.num_shards, size=len(pairs)).tolist()
-        return list(zip(shards, frame_records(examples), strict=True)), counters
+        records = frame_records(examples) if frame else examples
+        return list(zip(shards, records, strict=True)), counters
 
     def _instances(
         self,

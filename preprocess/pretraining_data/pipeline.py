@@ -31,10 +31,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from albert_tf.environment import import_beam_module
 from albert_tf.errors import DataError
-from albert_tf.io_utils import atomic_dir, check_output_path
-from albert_tf.pretraining.settings import SENTENCE_TASKS
+from albert_tf.io_utils import atomic_dir, check_output_path, is_remote
 from preprocess.pretraining_data.documents import input_size, iter_documents, resolve_inputs
+from preprocess.pretraining_data.format import (
+    FORMAT,
+    METADATA_FILE,
+    SENTENCE_TASKS,
+    feature_lengths,
+    shard_name,
+)
 from preprocess.pretraining_data.generate import (
     Counters,
     DocumentProcessor,
@@ -42,16 +49,10 @@ from preprocess.pretraining_data.generate import (
     init_worker,
     process_in_worker,
 )
-from preprocess.pretraining_data.records import feature_lengths
+from preprocess.pretraining_data.plan import closes, document_size
 
-METADATA_FILE = "metadata.json"
-FORMAT = "albert-tf-pretraining-data/1"
+RUNNERS = ("local", "beam")
 BATCH_BYTES = 1 << 20  # text per worker task; CRCs are vectorized over a task's records
-
-
-def shard_name(index: int, num_shards: int) -> str:
-    """File name of shard `index` (0-based) of `num_shards`."""
-    return f"data-{index:05d}-of-{num_shards:05d}.tfrecord"
 
 
 def _batches(documents: Iterable[tuple[list[str], int]]) -> Iterator[tuple[list, int]]:
@@ -72,8 +73,8 @@ def _batches(documents: Iterable[tuple[list[str], int]]) -> Iterator[tuple[list,
         if lines:
             batch.append((index, lines))
             index += 1
-            size += sum(len(line) for line in lines)
-        if size >= BATCH_BYTES and len(batch) >= 2:
+            size += document_size(lines)
+        if closes(size, len(batch), BATCH_BYTES):
             if held is not None:
                 yield held
             held = (batch, num_bytes)
@@ -220,12 +221,14 @@ def create_pretraining_data(
     shuffle_buffer: int = 10000,
     progress: bool = True,
     sentence_task: str = "sop",
+    runner: str = "local",
+    pipeline_args: list[str] | None = None,
 ) -> dict[str, Any]:
     """Writes n-gram MLM + SOP (or NSP, or no sentence task) pretraining instances as sharded
     TFRecords.
 
     Output (created atomically): `output_dir/data-NNNNN-of-NNNNN.tfrecord` holding
-    `tf.train.Example`s with the features of `records.feature_lengths` (int64 `input_ids`,
+    `tf.train.Example`s with the features of `format.feature_lengths` (int64 `input_ids`,
     `input_mask`, `segment_ids` [max_seq_length]; int64 `masked_lm_positions`, `masked_lm_ids`
     and float `masked_lm_weights` [max_predictions_per_seq], padded with 0 / 0.0; int64
     `next_sentence_labels` [1], 1 = swapped or random next, see `sentence_task`), and
@@ -245,18 +248,25 @@ def create_pretraining_data(
         swapped), "nsp" (BERT's next sentence, label 1 = B is random text from another
         document; see instances.create_nsp_pairs) or "none" (`[CLS] A [SEP]` of up to
         max_seq_length - 2 tokens, segment_ids all 0, label always 0: MLM alone).
+      runner: "local" (this process and a pool of `num_workers`) or "beam" (an Apache Beam
+        pipeline, `preprocess.pretraining_data.beam`: the same records as a multiset; inputs,
+        model and output may then be on any Beam filesystem, gs:// included).
+      pipeline_args: Beam pipeline options (runner "beam"); without a `--runner` among them,
+        the DirectRunner with `num_workers` processes.
       Others as the original create_pretraining_data.py.
 
     Returns the statistics dict also stored under "statistics" in metadata.json.
 
     Raises DataError (bad input, no instance), TokenizerError (bad model), OutputError (the
-    output exists and `overwrite` is False); nothing is left behind on error.
+    output exists and `overwrite` is False), InstallError (runner "beam" without Apache Beam);
+    nothing is left behind on error.
     """
     from preprocess.tokenizer import AlbertTokenizer
 
     patterns = [input_patterns] if isinstance(input_patterns, str) else list(input_patterns)
+    model = os.fspath(sp_model_path)
     settings = Settings(
-        sp_model_path=str(Path(sp_model_path).resolve()),
+        sp_model_path=model if is_remote(model) else str(Path(model).resolve()),
         do_lower_case=do_lower_case,
         max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions_per_seq,
@@ -270,6 +280,15 @@ def create_pretraining_data(
         sentence_task=sentence_task,
     )
     _validate(settings, num_workers, shuffle_buffer)
+    if runner not in RUNNERS:
+        raise DataError(f"--runner must be one of {', '.join(RUNNERS)}")
+    if pipeline_args and runner != "beam":
+        raise DataError("Beam pipeline options (after --) need --runner beam")
+    if runner == "beam":
+        beam: Any = import_beam_module("preprocess.pretraining_data.beam")
+        return beam.run_beam(
+            patterns, settings, output_dir, overwrite, num_workers, list(pipeline_args or [])
+        )
     check_output_path(output_dir, overwrite)
     tokenizer = AlbertTokenizer(sp_model_path, do_lower_case)
     files = resolve_inputs(patterns)
@@ -288,51 +307,86 @@ def create_pretraining_data(
                 for i in range(num_shards)
             ]
             _fill(shards, files, total_bytes, num_workers, settings, totals, progress)
-        if totals.num_documents == 0:
-            raise DataError(f"the input holds no text: {', '.join(map(str, files))}")
-        if totals.num_instances == 0:
-            raise DataError(
-                f"no training instance: the corpus has {totals.num_documents} document(s) with "
-                f"{totals.num_tokens} token(s) in all, and an instance needs a document of at "
-                "least 2 tokens"
-            )
-        seconds = time.perf_counter() - start
-        stats = _statistics(
-            totals, sentence_task, files, total_bytes, seconds, [s.count for s in shards]
+        check_totals(totals, files)
+        metadata = build_metadata(
+            settings,
+            tokenizer,
+            totals,
+            files=files,
+            input_bytes=total_bytes,
+            seconds=time.perf_counter() - start,
+            shard_counts=[s.count for s in shards],
+            sp_sha256=_sha256(sp_model_path),
+            extra_settings={"runner": "local", "shuffle_buffer": shuffle_buffer},
         )
-        metadata = {
-            "format": FORMAT,
-            "max_seq_length": max_seq_length,
-            "max_predictions_per_seq": max_predictions_per_seq,
-            "vocab_size": tokenizer.vocab_size,
-            "num_instances": totals.num_instances,
-            "masked": mask,
-            "sentence_task": sentence_task,
-            "features": {
-                k: list(v)
-                for k, v in feature_lengths(max_seq_length, max_predictions_per_seq, mask).items()
-            },
-            "files": [
-                {"name": shard_name(i, num_shards), "num_instances": s.count}
-                for i, s in enumerate(shards)
-            ],
-            "special_ids": {
-                "pad": tokenizer.pad_id,
-                "unk": tokenizer.unk_id,
-                "cls": tokenizer.cls_id,
-                "sep": tokenizer.sep_id,
-                "mask": tokenizer.mask_id,
-            },
-            "sp_model": {"path": settings.sp_model_path, "sha256": _sha256(sp_model_path)},
-            "settings": {
-                **{k: v for k, v in asdict(settings).items() if k != "sp_model_path"},
-                "shuffle_buffer": shuffle_buffer,
-                "inputs": [str(f) for f in files],
-            },
-            "statistics": stats,
-        }
-        (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
-    return stats
+        (tmp / METADATA_FILE).write_text(metadata_json(metadata))
+    return metadata["statistics"]
+
+
+def check_totals(totals: Counters, files: list) -> None:
+    """DataError if the corpus gave no document or no instance."""
+    if totals.num_documents == 0:
+        raise DataError(f"the input holds no text: {', '.join(map(str, files))}")
+    if totals.num_instances == 0:
+        raise DataError(
+            f"no training instance: the corpus has {totals.num_documents} document(s) with "
+            f"{totals.num_tokens} token(s) in all, and an instance needs a document of at "
+            "least 2 tokens"
+        )
+
+
+def build_metadata(
+    settings: Settings,
+    tokenizer: Any,
+    totals: Counters,
+    *,
+    files: list,
+    input_bytes: int,
+    seconds: float,
+    shard_counts: list[int],
+    sp_sha256: str,
+    extra_settings: dict[str, Any],
+) -> dict[str, Any]:
+    """The contents of `metadata.json` (see `create_pretraining_data`), for either runner."""
+    s = settings
+    return {
+        "format": FORMAT,
+        "max_seq_length": s.max_seq_length,
+        "max_predictions_per_seq": s.max_predictions_per_seq,
+        "vocab_size": tokenizer.vocab_size,
+        "num_instances": totals.num_instances,
+        "masked": s.mask,
+        "sentence_task": s.sentence_task,
+        "features": {
+            k: list(v)
+            for k, v in feature_lengths(s.max_seq_length, s.max_predictions_per_seq, s.mask).items()
+        },
+        "files": [
+            {"name": shard_name(i, len(shard_counts)), "num_instances": count}
+            for i, count in enumerate(shard_counts)
+        ],
+        "special_ids": {
+            "pad": tokenizer.pad_id,
+            "unk": tokenizer.unk_id,
+            "cls": tokenizer.cls_id,
+            "sep": tokenizer.sep_id,
+            "mask": tokenizer.mask_id,
+        },
+        "sp_model": {"path": s.sp_model_path, "sha256": sp_sha256},
+        "settings": {
+            **{k: v for k, v in asdict(s).items() if k != "sp_model_path"},
+            **extra_settings,
+            "inputs": [str(f) for f in files],
+        },
+        "statistics": _statistics(
+            totals, s.sentence_task, files, input_bytes, seconds, shard_counts
+        ),
+    }
+
+
+def metadata_json(metadata: dict[str, Any]) -> str:
+    """`metadata.json`'s text."""
+    return json.dumps(metadata, indent=2) + "\n"
 
 
 def _label_statistics(totals: Counters, sentence_task: str) -> dict[str, Any]:

@@ -14,30 +14,6 @@ import functools
 import numpy as np
 
 
-def feature_lengths(
-    max_seq_length: int, max_predictions_per_seq: int, masked: bool = True
-) -> dict[str, tuple[str, int]]:
-    """The features of every record, in order: name -> (dtype, fixed length).
-
-    Masked data holds the original's seven features; unmasked data (`mask=False`, for dynamic
-    masking in the input pipeline) holds `input_ids` before masking and `token_boundary` (1 where
-    a piece begins a word, the original ALBERT feature) instead of the `masked_lm_*` features.
-    """
-    spec = {
-        "input_ids": ("int64", max_seq_length),
-        "input_mask": ("int64", max_seq_length),
-        "segment_ids": ("int64", max_seq_length),
-    }
-    if masked:
-        spec["masked_lm_positions"] = ("int64", max_predictions_per_seq)
-        spec["masked_lm_ids"] = ("int64", max_predictions_per_seq)
-        spec["masked_lm_weights"] = ("float", max_predictions_per_seq)
-    else:
-        spec["token_boundary"] = ("int64", max_seq_length)
-    spec["next_sentence_labels"] = ("int64", 1)
-    return spec
-
-
 @functools.lru_cache(maxsize=65536)
 def _varint(value: int) -> bytes:
     out = bytearray()
