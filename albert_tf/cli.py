@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from albert_tf.environment import missing_pkg_resources, use_onednn_choice
     from albert_tf.errors import AlbertError
+    from albert_tf.io_utils import Terminated
 
     use_onednn_choice()  # before any command imports TensorFlow
     # setuptools 81 warns at every `import tensorflow_hub` (tensorflow-hub imports pkg_resources).
@@ -83,9 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     except AlbertError as e:
         print(f"albert-tf {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"albert-tf {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        # 128 + the signal's number, as a shell reports a process the signal killed.
+        terminated = isinstance(e, Terminated)  # SIGTERM, under io_utils.sigterm_interrupts
+        print(
+            f"albert-tf {args.command}: {'terminated' if terminated else 'interrupted'}",
+            file=sys.stderr,
+        )
+        return 143 if terminated else 130
 
 
 if __name__ == "__main__":
