@@ -88,6 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     """`args.run(args)`, with a user mistake reported as one line and exit code 2."""
     from albert_tf.environment import missing_pkg_resources
     from albert_tf.errors import AlbertError
+    from albert_tf.io_utils import Terminated
 
     try:
         try:
@@ -99,9 +100,14 @@ def _run(args: argparse.Namespace) -> int:
     except AlbertError as e:
         print(f"albert-tf {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"albert-tf {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        # 128 + the signal's number, as a shell reports a process the signal killed.
+        terminated = isinstance(e, Terminated)  # SIGTERM, under io_utils.sigterm_interrupts
+        print(
+            f"albert-tf {args.command}: {'terminated' if terminated else 'interrupted'}",
+            file=sys.stderr,
+        )
+        return 143 if terminated else 130
 
 
 if __name__ == "__main__":

@@ -11,12 +11,38 @@ import os
 import posixpath
 import re
 import shutil
+import signal
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from albert_tf.errors import OutputError
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as an interrupt inside `sigterm_interrupts` (the CLI exits with 143)."""
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Inside the block SIGTERM raises Terminated, a KeyboardInterrupt: atomic_dir and
+    atomic_file then remove their temporary outputs as on Ctrl-C, where SIGTERM's default
+    action would kill the process and leave them behind. Only from the main thread (the only
+    one that can install handlers); elsewhere the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _temp_sibling(target: Path, is_dir: bool) -> Path:

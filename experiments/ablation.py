@@ -339,7 +339,7 @@ def pretrain_settings(budget: Budget, row: Row, data: Prepared, output: Path, pr
         learning_rate=budget.learning_rate,
         warmup_steps=budget.warmup_steps,
         save_every=budget.save_every,
-        keep=1,
+        keep=2,  # pretrain's minimum: a torn checkpoint falls back to the one before
         log_every=max(budget.train_steps // 50, 1),
         dtype="float32",
         seed=budget.seed,

@@ -40,7 +40,7 @@ def _run(corpus, output, **kwargs):
         train_steps=4,
         batch_size=4,
         save_every=2,
-        keep=1,
+        keep=2,
         eval_every=100,
         log_every=1,
         dtype="float32",
@@ -68,7 +68,7 @@ def test_run_directory_is_a_checkpoint_dir_with_logs(first_run, fixtures_dir):
     assert json.loads((output / "pretrain_run.json").read_text())["batch_size"] == 4
     prefix = tf.train.latest_checkpoint(str(output))
     assert prefix.endswith("ckpt-4")
-    assert not (output / "ckpt-2.index").exists()  # keep=1
+    assert sorted(p.name for p in output.glob("ckpt-*.index")) == ["ckpt-2.index", "ckpt-4.index"]
     roots = {name.split("/")[0] for name, _ in tf.train.list_variables(prefix)}
     assert {"encoder", "mlm", "sop", "optimizer", "step"} <= roots
     assert tf.train.load_checkpoint(prefix).get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 4

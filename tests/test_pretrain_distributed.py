@@ -1,5 +1,6 @@
 """Distributed pretraining equals one device; accumulation equals one batch; host loops of any
-length and SIGKILLed runs (dropout 0.1) end with bit-identical weights.
+length, SIGKILLed runs and SIGTERMed (preempted) runs (dropout 0.1) end with bit-identical
+weights; a multi-worker run that loses a worker stops with one line.
 
 Each run happens in a subprocess: logical CPU devices and MultiWorkerMirroredStrategy must be
 set up before TensorFlow initializes, and a kill must hit a real process.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -55,6 +57,8 @@ losses = {}
 for name, strategy, output, overrides in spec.pop("runs"):
     settings = PretrainSettings(strategy=strategy, output=output, **spec["settings"] | overrides)
     result = pretrain(settings)
+    if result.preempted:
+        sys.exit(75)
     losses[name] = [[h["mlm_loss"], h["sop_loss"]] for h in result.train_history]
 with open(spec["report"], "w") as f:
     json.dump(losses, f)
@@ -215,21 +219,32 @@ def _cli(settings: dict, output: Path) -> list[str]:
     return [*args, "--deterministic"]
 
 
-def _kill_after_first_checkpoint(process: subprocess.Popen, output: Path) -> None:
+def _checkpoint_step(output: Path) -> int:
+    latest = tf.train.latest_checkpoint(str(output))
+    return int(latest.rsplit("-", 1)[1]) if latest else 0
+
+
+def _signal_after_checkpoint(
+    process: subprocess.Popen, output: Path, signum: int, after: int = 0
+) -> None:
+    """Sends `signum` to `process` once `output` holds a checkpoint past step `after`."""
     try:
         deadline = time.monotonic() + TIMEOUT
-        while tf.train.latest_checkpoint(str(output)) is None and process.poll() is None:
+        while _checkpoint_step(output) <= after and process.poll() is None:
             assert time.monotonic() < deadline, "no checkpoint appeared"
             time.sleep(0.01)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == -signal.SIGKILL
-    killed_at = int(tf.train.latest_checkpoint(str(output)).rsplit("-", 1)[1])
-    assert 5 <= killed_at < STEPS
+        assert process.poll() is None, "the run ended before the signal"
+        process.send_signal(signum)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+
+
+def _kill_after_first_checkpoint(process: subprocess.Popen, output: Path) -> None:
+    _signal_after_checkpoint(process, output, signal.SIGKILL)
+    assert process.wait(timeout=30) == -signal.SIGKILL
+    assert 5 <= _checkpoint_step(output) < STEPS
 
 
 def _assert_bitwise_equal(output: Path, reference_dir: Path) -> None:
@@ -263,4 +278,124 @@ def test_mirrored_run_killed_mid_way_resumes_to_exactly_the_same_weights(
     quiet = dict(env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _kill_after_first_checkpoint(_drive(spec, **quiet), output)
     assert _drive(spec, **quiet).wait(timeout=TIMEOUT) == 0
+    _assert_bitwise_equal(output, root / "dropout_mirrored")
+
+
+# === Preemption: SIGTERM saves the step reached, exits 75; the same command resumes ===
+
+
+def _preempted_line(stderr: str) -> int:
+    """The step named by the one line `pretrain` writes when preempted."""
+    lines = [line for line in stderr.splitlines() if line.startswith("albert-tf pretrain:")]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    match = re.fullmatch(
+        r"albert-tf pretrain: preempted by (SIGTERM|another worker's signal) at step (\d+): "
+        r"checkpoint saved in \S+; run the same command to resume \(exit code 75\)",
+        lines[0],
+    )
+    assert match, lines[0]
+    return int(match.group(2))
+
+
+def test_sigterm_mid_run_saves_and_resumes_to_exactly_the_same_weights(setup, single_and_mirrored):
+    """SIGTERM to `albert-tf pretrain` (dropout 0.1, loops of 1 step): a checkpoint of the step
+    reached, exit code 75, one line; the same command again ends bit-identical."""
+    root, settings = setup
+    settings = dict(settings, config=str(root / "dropout_config.json"))
+    output, log = root / "sigterm", root / "sigterm.err"
+    with log.open("w") as err:
+        process = subprocess.Popen(
+            [*_cli(settings, output), "--steps-per-loop", "1"],
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        _signal_after_checkpoint(process, output, signal.SIGTERM)
+        assert process.wait(timeout=TIMEOUT) == 75
+    step = _preempted_line(log.read_text())
+    assert 5 <= step < STEPS and _checkpoint_step(output) == step
+    quiet = dict(env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(_cli(settings, output), check=True, timeout=TIMEOUT, **quiet)
+    _assert_bitwise_equal(output, root / "dropout_default")
+
+
+def test_mirrored_run_sigtermed_mid_way_resumes_to_exactly_the_same_weights(
+    setup, single_and_mirrored
+):
+    root, settings = setup
+    output = root / "sigterm_mirrored"
+    runs = [["sigterm", "mirrored", str(output), {"config": str(root / "dropout_config.json")}]]
+    spec = dict(logical_cpus=2, runs=runs, settings=settings, report=str(root / "sigterm.json"))
+    quiet = dict(env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = _drive(spec, **quiet)
+    _signal_after_checkpoint(process, output, signal.SIGTERM)
+    assert process.wait(timeout=TIMEOUT) == 75
+    assert 5 <= _checkpoint_step(output) < STEPS
+    assert _drive(spec, **quiet).wait(timeout=TIMEOUT) == 0
+    _assert_bitwise_equal(output, root / "dropout_mirrored")
+
+
+def _start_workers(settings: dict, output: Path, name: str) -> tuple[list, list[Path]]:
+    """Two `albert-tf pretrain --strategy multi_worker` processes on free localhost ports;
+    their stderr goes to root/NAME-wI.err."""
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    processes, logs = [], []
+    for index in range(2):
+        tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        logs.append(output.parent / f"{name}-w{index}.err")
+        with logs[-1].open("w") as err:
+            processes.append(
+                subprocess.Popen(
+                    [*_cli(settings, output), "--strategy", "multi_worker"],
+                    env=_env(TF_CONFIG=json.dumps(tf_config)),
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                )
+            )
+    return processes, logs
+
+
+def _wait_all(processes: list, timeout: float = TIMEOUT) -> list[int]:
+    deadline = time.monotonic() + timeout
+    try:
+        return [p.wait(timeout=max(deadline - time.monotonic(), 1)) for p in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_two_workers_preempted_then_a_lost_worker_then_resumed_bitwise(setup, single_and_mirrored):
+    """Two local worker processes (dropout 0.1): SIGTERM to worker 1 stops both at the same step
+    (exit 75); rerun, kill -9 of worker 1 makes worker 0 fail at once with one line naming it
+    (exit 69); rerun to the end: the same weights, bit for bit, as MirroredStrategy over two
+    logical CPUs without interruption (two replicas summed in the same order)."""
+    root, settings = setup
+    settings = dict(settings, config=str(root / "dropout_config.json"))
+    output = root / "preempted_workers"
+
+    processes, logs = _start_workers(settings, output, "sigterm")
+    _signal_after_checkpoint(processes[1], output, signal.SIGTERM)
+    assert _wait_all(processes) == [75, 75], [log.read_text()[-2000:] for log in logs]
+    steps = [_preempted_line(log.read_text()) for log in logs]
+    assert steps[0] == steps[1] == _checkpoint_step(output) and 5 <= steps[0] < STEPS
+    assert "by another worker's signal" in logs[0].read_text()  # worker 0 got no signal
+
+    processes, logs = _start_workers(settings, output, "lost")
+    _signal_after_checkpoint(processes[1], output, signal.SIGKILL, after=steps[0])
+    killed = time.monotonic()
+    assert _wait_all(processes, timeout=60) == [69, -signal.SIGKILL]
+    assert time.monotonic() - killed < 60
+    stderr = logs[0].read_text()
+    lines = [line for line in stderr.splitlines() if line.startswith("albert-tf pretrain:")]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert re.match(
+        r"albert-tf pretrain: error: lost worker worker 1 \(127\.0\.0\.1:\d+\) at step \d+ "
+        r"\(.+\); rerun every worker to resume from \S+ckpt-\d+$",
+        lines[0],
+    ), lines[0]
+
+    processes, logs = _start_workers(settings, output, "resumed")
+    assert _wait_all(processes) == [0, 0], [log.read_text()[-2000:] for log in logs]
     _assert_bitwise_equal(output, root / "dropout_mirrored")

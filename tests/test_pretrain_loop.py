@@ -246,7 +246,9 @@ def test_check_command_names_the_failing_stage(capsys):
     "flags, message",
     [
         (["--steps-per-loop", "0"], "--steps-per-loop must be positive"),
-        (["--grad-accum-steps", "3"], "--batch-size must be divisible by --grad-accum-steps 3"),
+        (["--grad-accum-steps", "3"], "--batch-size 4 must be divisible by --grad-accum-steps 3"),
+        (["--keep", "1"], "--keep must be at least 2"),
+        (["--preemption-grace", "0"], "--preemption-grace must be a positive number of seconds"),
         (["--learning-rate", "nan"], "--learning-rate must be a positive number"),
         (["--train-steps", "-1"], "--train-steps must be positive"),
         (["--minutes", "0"], "--minutes must be a positive number"),

@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
-    from albert_tf.io_utils import check_output_path
+    from albert_tf.io_utils import check_output_path, sigterm_interrupts
 
     check_output_path(args.output, args.overwrite)
     train = TrainSettings(
@@ -153,5 +153,8 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         export_serving=not args.no_serving,
     )
-    finetune(settings, log=lambda line: print(line, file=sys.stderr))
+    # SIGTERM (a preempted VM) unwinds like Ctrl-C: the output, written in a temporary
+    # directory renamed into place at the end, is then removed, not left half-written.
+    with sigterm_interrupts():
+        finetune(settings, log=lambda line: print(line, file=sys.stderr))
     return 0

@@ -1,13 +1,20 @@
 """`albert-tf pretrain`: MLM + SOP pretraining on create-pretraining-data shards.
 
 Every path may be local or a tf.io.gfile URL (gs://bucket/..., as Cloud TPUs need).
+
+Exit codes: 0 done (or stopped by --minutes), 2 bad input, 75 preempted (SIGTERM or SIGINT: a
+checkpoint of the step reached was written; the same command resumes), 69 a lost worker (the
+same command on every worker resumes from the last checkpoint). See preemption.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from albert_tf.pretraining.settings import (
+    DEFAULT_GRACE_SECONDS,
     DEFAULT_STEPS_PER_LOOP,
     DTYPE_CHOICES,
     JIT_CHOICES,
@@ -41,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--learning-rate", type=float, default=0.00176)
     parser.add_argument("--warmup-steps", type=int, default=0)
     parser.add_argument("--save-every", type=int, default=1000, help="checkpoint interval (steps)")
-    parser.add_argument("--keep", type=int, default=3, help="checkpoints to keep")
+    parser.add_argument("--keep", type=int, default=3, help="checkpoints to keep (at least 2)")
     parser.add_argument("--eval-every", type=int, default=1000, help="evaluation interval (steps)")
     parser.add_argument("--log-every", type=int, default=100, help="summary interval (steps)")
     parser.add_argument("--strategy", default="default", choices=STRATEGY_CHOICES)
@@ -72,14 +79,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--deterministic", action="store_true", help="deterministic TF ops (exactly reproducible)"
     )
+    parser.add_argument(
+        "--preemption-grace",
+        type=float,
+        default=DEFAULT_GRACE_SECONDS,
+        metavar="SECONDS",
+        help="seconds between SIGTERM and the kill: loops are cut so that one loop and a "
+        "checkpoint save fit in it (on SIGTERM the run saves at the end of its loop and exits "
+        "with code 75)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
+    from albert_tf.pretraining.preemption import EXIT_PREEMPTED, EXIT_WORKER_LOST, WorkerLost
     from albert_tf.pretraining.trainer import pretrain
 
-    result = pretrain(PretrainSettings.from_args(args))
+    try:
+        result = pretrain(PretrainSettings.from_args(args))
+    except WorkerLost as e:
+        print(f"albert-tf pretrain: error: {e}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        # Exit at once: TensorFlow's teardown waits on the dead peer for ~10 s more.
+        os._exit(EXIT_WORKER_LOST)
+    if result.preempted:
+        print(f"preempted ({result.preempted}): step {result.step}, {result.seconds:.0f} s")
+        print(
+            f"albert-tf pretrain: preempted by {result.preempted} at step {result.step}: "
+            f"checkpoint saved in {result.output_dir}; run the same command to resume "
+            f"(exit code {EXIT_PREEMPTED})",
+            file=sys.stderr,
+        )
+        return EXIT_PREEMPTED
     status = "stopped (time limit)" if result.stopped_early else "done"
     print(f"{status}: step {result.step}, {result.seconds:.0f} s, dtype {result.dtype}")
     if result.eval_history:

@@ -133,13 +133,13 @@ def _run_stages(settings, as_pretrain, config, report, echo) -> None:
     from albert_tf.pretraining import data as data_lib
     from albert_tf.pretraining.loop import TrainLoop
     from albert_tf.pretraining.strategy import device_type, make_strategy
-    from albert_tf.pretraining.trainer import check_batch, check_xla, distribute
+    from albert_tf.pretraining.trainer import check_xla, distribute
 
     with _stage(report, "strategy", echo) as detail:
         strategy = make_strategy(settings.strategy, settings.tpu)
         device = device_type(strategy)
         replicas = strategy.num_replicas_in_sync
-        check_batch(as_pretrain, replicas)
+        as_pretrain.check_replicas(replicas)
         use_xla = as_pretrain.use_xla(device)
         check_xla(use_xla, device, replicas)
         steps = as_pretrain.loop_steps(device)

@@ -287,13 +287,10 @@ def train_dataset(
     """An endless stream of per-replica training batches (see parse_batch for the keys).
 
     Deterministic for a given `seed`; `skip_steps` global batches are skipped (resume). The
-    global batch is split into `num_replicas` per-replica batches, of which this pipeline (one of
-    `num_pipelines`, holding num_replicas / num_pipelines replicas) yields its share.
+    global batch is split into `num_replicas` per-replica batches (settings.check_batch_split
+    checks that it divides), of which this pipeline (one of `num_pipelines`, holding
+    num_replicas / num_pipelines replicas) yields its share.
     """
-    if global_batch_size % num_replicas:
-        raise DataError(
-            f"batch size {global_batch_size} is not divisible by the {num_replicas} replicas"
-        )
     per_replica = global_batch_size // num_replicas
     records = (
         _records(spec).shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
@@ -317,15 +314,12 @@ def eval_dataset(
     pipeline_id: int = 0,
     max_examples: int | None = None,
 ) -> tf.data.Dataset:
-    """One pass over the eval shards in file order, as per-replica batches.
+    """One pass over the eval shards in file order, as per-replica batches (the global batch
+    over `num_replicas`: settings.check_batch_split checks that it divides).
 
     The last global batch is filled with padding examples (example_weight 0, masked_lm_weights
     0), so every replica gets a full, static-shape batch and metrics stay exact.
     """
-    if global_batch_size % num_replicas:
-        raise DataError(
-            f"batch size {global_batch_size} is not divisible by the {num_replicas} replicas"
-        )
     per_replica = global_batch_size // num_replicas
     records = _records(spec)
     if max_examples is not None:

@@ -28,6 +28,7 @@ from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.loop import TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
 from albert_tf.pretraining.run_dir import read_config
+from albert_tf.pretraining.settings import check_batch_split
 from albert_tf.pretraining.strategy import device_type, make_strategy
 from albert_tf.pretraining.trainer import distribute, restore_weights
 
@@ -108,11 +109,7 @@ def evaluate(
     spec = data_lib.inspect_data(data, config)
     if strategy is None:
         strategy = make_strategy("default")
-    if batch_size % strategy.num_replicas_in_sync:
-        raise ConfigError(
-            f"--batch-size {batch_size} is not divisible by the "
-            f"{strategy.num_replicas_in_sync} replicas"
-        )
+    check_batch_split(batch_size, strategy.num_replicas_in_sync)
     dtype = resolve_dtype(dtype, device_type(strategy))
     with keras_policy(dtype):
         loop = TrainLoop(

@@ -232,11 +232,34 @@ class TrainLoop:
                 on_batch()
         return totals
 
+    def agree(self, flags: list[bool], chief_values: list[float]) -> tuple[list[bool], list[float]]:
+        """(each flag OR-ed over all workers, the chief's values), so every worker takes the same
+        decisions: whether to stop (time budget, a signal) and how long the next loop is.
+
+        Under MultiWorkerMirroredStrategy this is one all-reduce; in one process (every other
+        strategy) the local values are already everyone's.
+        """
+        if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            return list(flags), list(chief_values)
+        flags_out, values_out = self._agree(
+            tf.constant(flags, tf.bool), tf.constant(chief_values, tf.float32)
+        )
+        return flags_out.numpy().tolist(), values_out.numpy().tolist()
+
     @tf.function
-    def any_worker(self, flag):
-        """True if `flag` is true on any worker (so all workers stop together)."""
-        value = self.strategy.run(lambda: tf.cast(flag, tf.float32))
-        return self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None) > 0
+    def _agree(self, flags, chief_values):
+        def replica():
+            # Global replica 0 is on the chief (worker 0): only its values survive the sum.
+            first = tf.cast(
+                tf.distribute.get_replica_context().replica_id_in_sync_group == 0, tf.float32
+            )
+            return tf.concat([tf.cast(flags, tf.float32), chief_values * first], 0)
+
+        total = self.strategy.reduce(
+            tf.distribute.ReduceOp.SUM, self.strategy.run(replica), axis=None
+        )
+        count = tf.size(flags)
+        return total[:count] > 0, total[count:]
 
     def learning_rate(self, step: int) -> float:
         """The learning rate of update number `step` (0-based)."""

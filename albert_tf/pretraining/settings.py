@@ -29,6 +29,8 @@ STRATEGY_CHOICES = ("default", "mirrored", "multi_worker", "tpu")
 # costs tens of milliseconds even for the tiny preset, and benchmarks/README.md measures the
 # difference between 1, 10 and 100 steps per loop there.
 DEFAULT_STEPS_PER_LOOP = {"TPU": 1000, "GPU": 100, "CPU": 10}
+# Seconds between SIGTERM and the kill that --preemption-grace assumes: a Cloud TPU VM's ~30 s.
+DEFAULT_GRACE_SECONDS = 30.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +61,7 @@ class PretrainSettings:
     grad_accum_steps: int = 1  # micro-batches of batch_size / replicas / K per replica step
     jit_compile: str = "auto"  # XLA for the replica step: auto (TPU/GPU on, CPU off), on, off
     deterministic: bool = False  # TF op determinism: bit-exact reruns and resumes
+    preemption_grace: float = DEFAULT_GRACE_SECONDS  # SIGTERM to kill: a loop + a save fit in it
     overwrite: bool = False
     progress: bool = True
 
@@ -77,9 +80,11 @@ class PretrainSettings:
 
     def validate(self) -> None:
         """ConfigError naming the flag for any value out of range (nothing is read or written)."""
-        positive = ("train_steps", "batch_size", "save_every", "keep", "grad_accum_steps")
+        positive = ("train_steps", "batch_size", "save_every", "grad_accum_steps")
         for name in positive:
             _require(getattr(self, name) > 0, name, "must be positive")
+        # Two at least: a checkpoint torn by a kill during its save falls back to the one before.
+        _require(self.keep >= 2, "keep", "must be at least 2 (a torn checkpoint falls back)")
         for name in ("eval_every", "log_every", "steps_per_loop", "max_eval_examples"):
             value = getattr(self, name)
             _require(value is None or value > 0, name, "must be positive")
@@ -99,10 +104,11 @@ class PretrainSettings:
             "must be a positive number",
         )
         _require(
-            self.batch_size % self.grad_accum_steps == 0,
-            "batch_size",
-            f"must be divisible by --grad-accum-steps {self.grad_accum_steps}",
+            math.isfinite(self.preemption_grace) and self.preemption_grace > 0,
+            "preemption_grace",
+            "must be a positive number of seconds",
         )
+        check_batch_split(self.batch_size, 1, self.grad_accum_steps)
         for name, choices in (
             ("jit_compile", JIT_CHOICES),
             ("dtype", DTYPE_CHOICES),
@@ -117,6 +123,10 @@ class PretrainSettings:
             f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if f.name != "progress"
         }
         return cls(**values, progress=not args.quiet)
+
+    def check_replicas(self, replicas: int) -> None:
+        """ConfigError unless the global batch splits into `replicas` x --grad-accum-steps."""
+        check_batch_split(self.batch_size, replicas, self.grad_accum_steps)
 
     def loop_steps(self, device: str) -> int:
         """Steps per host loop: --steps-per-loop, or DEFAULT_STEPS_PER_LOOP for `device`."""
@@ -138,6 +148,22 @@ class PretrainSettings:
             if isinstance(values[name], tuple):
                 values[name] = ",".join(values[name])
         return values
+
+
+def check_batch_split(batch_size: int, replicas: int, grad_accum_steps: int = 1) -> None:
+    """ConfigError unless --batch-size splits into `replicas` per-replica batches, each of
+    `grad_accum_steps` micro-batches: the one check of the batch's divisibility (pretrain,
+    check and evaluate call it; the input pipelines rely on it)."""
+    if batch_size % replicas:
+        raise ConfigError(f"--batch-size {batch_size} is not divisible by the {replicas} replicas")
+    if (batch_size // replicas) % grad_accum_steps:
+        per_replica = (
+            "" if replicas == 1 else f" gives {batch_size // replicas} examples per replica, which"
+        )
+        raise ConfigError(
+            f"--batch-size {batch_size}{per_replica} must be divisible by "
+            f"--grad-accum-steps {grad_accum_steps}"
+        )
 
 
 def _require(condition: bool, name: str, message: str) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -43,7 +44,7 @@ import tensorflow as tf
 import tf_keras as keras
 from tqdm.auto import tqdm
 
-from albert_tf.checkpoint import check_checkpoint_files, checkpoint_children, tf_error_reason
+from albert_tf.checkpoint import checkpoint_children, tf_error_reason
 from albert_tf.config import SP_MODEL_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError, DataError
@@ -51,6 +52,7 @@ from albert_tf.io_utils import gfile_errors, is_file, is_remote, join, path_str
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.loop import SUM_KEYS, TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
+from albert_tf.pretraining.preemption import StopSignals, lost_worker, restorable_checkpoint
 from albert_tf.pretraining.run_dir import (
     check_init_checkpoint,
     load_config,
@@ -78,18 +80,7 @@ class PretrainResult:
     loop_seconds: list[float] = dataclasses.field(default_factory=list)  # wall time per loop
     stopped_at: float = 0.0  # seconds from the start when training stopped (before the last save)
     last_save_seconds: float = 0.0
-
-
-def check_batch(settings: PretrainSettings, replicas: int) -> None:
-    """ConfigError unless the global batch splits into replicas x accumulation micro-batches."""
-    batch, accum = settings.batch_size, settings.grad_accum_steps
-    if batch % replicas:
-        raise ConfigError(f"--batch-size {batch} is not divisible by the {replicas} replicas")
-    if (batch // replicas) % accum:
-        raise ConfigError(
-            f"--batch-size {batch} gives {batch // replicas} examples per replica, which "
-            f"--grad-accum-steps {accum} does not divide"
-        )
+    preempted: str | None = None  # the signal that stopped the run (SIGTERM, SIGINT), if any
 
 
 def check_xla(use_xla: bool, device: str, replicas: int) -> None:
@@ -112,16 +103,32 @@ def pretrain(
     the `minutes` budget is used up. Evaluates on `eval_data` at the start of a fresh run, every
     `eval_every` steps, and at the end. Typed errors (DataError, ConfigError, TokenizerError,
     CheckpointError, OutputError) for bad input, raised before anything is written.
+
+    SIGTERM or SIGINT (from the main thread) stops the run at the end of the loop in progress,
+    with a checkpoint of that step: the result's `preempted` names the signal. A multi-worker
+    run that loses a worker raises preemption.WorkerLost.
     """
     started = time.monotonic()
     if strategy is None:
         strategy = make_strategy(settings.strategy, settings.tpu)
+    # After the strategy: MultiWorkerMirroredStrategy's coordination service installs a SIGTERM
+    # handler of its own (a preemption notifier), which would otherwise replace ours.
+    with StopSignals() as signals:
+        return _pretrain(settings, strategy, signals, started)
+
+
+def _pretrain(
+    settings: PretrainSettings,
+    strategy: tf.distribute.Strategy,
+    signals: StopSignals,
+    started: float,
+) -> PretrainResult:
     config = load_config(settings.config)
     spec = data_lib.inspect_data(settings.data, config)
     eval_spec = data_lib.inspect_data(settings.eval_data, config) if settings.eval_data else None
     device = device_type(strategy)
     replicas = strategy.num_replicas_in_sync
-    check_batch(settings, replicas)
+    settings.check_replicas(replicas)
     use_xla = settings.use_xla(device)
     check_xla(use_xla, device, replicas)
     sp_model = path_str(settings.sp_model) if settings.sp_model else None
@@ -153,6 +160,10 @@ def pretrain(
         if chief and settings.progress:
             tqdm.write(message)
 
+    def warn(message: str) -> None:
+        if chief:
+            tqdm.write(f"warning: {message}", file=sys.stderr)
+
     if settings.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(settings.seed)
@@ -175,20 +186,29 @@ def pretrain(
                 seed=settings.seed,
                 sentence_task=spec.sentence_task,
             )
+            # Files are read whole first: a damaged one is named as such, not reported as a
+            # model mismatch, and a torn newest checkpoint gives way to the one before (and
+            # leaves the checkpoint list before the manager reads it).
+            latest = restorable_checkpoint(output, warn, chief)
             manager = tf.train.CheckpointManager(
                 loop.checkpoint, checkpoint_dir, max_to_keep=settings.keep
             )
-            latest = tf.train.latest_checkpoint(output)
             if latest:
-                # A damaged file is named as such, not reported as a model mismatch.
-                check_checkpoint_files(latest)
                 loop.checkpoint.restore(latest).assert_existing_objects_matched()
                 log(f"resuming from {latest} (step {int(loop.step.numpy())})")
             elif init_prefix:
                 _restore_init(loop, init_prefix, log)
                 log(f"initialized from {init_prefix}")
             run = _HostLoop(settings, loop, manager, spec, eval_spec, output, chief, log)
-            result = run.train(fresh=latest is None, started=started)
+            try:
+                result = run.train(fresh=latest is None, started=started, signals=signals)
+            except tf.errors.OpError as e:
+                lost = None
+                if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+                    lost = lost_worker(e, run.step, tf.train.latest_checkpoint(output))
+                if lost is None:
+                    raise
+                raise lost from None
     except BaseException:
         # A new run that fails before its first checkpoint leaves no directory behind.
         fresh_local = chief and not resuming and not is_remote(output)
@@ -300,6 +320,12 @@ class _HostLoop:
             )
         self.eval_seconds = 0.0
         self.save_seconds = 0.0
+        self.saved_step: int | None = None
+        self.step = int(loop.step.numpy())  # the step reached, for errors raised mid-run
+        # The chief's figures, agreed by all workers after each loop (they size the next loop).
+        self.step_seconds = 0.0
+        self.agreed_save_seconds = 0.0
+        self.grace_noted = False
 
     def evaluate(self, at_step: int) -> None:
         if self.eval_set is None:
@@ -317,24 +343,45 @@ class _HostLoop:
         begin = time.monotonic()
         self.manager.save(checkpoint_number=step)
         self.save_seconds = time.monotonic() - begin
+        self.saved_step = step
 
     def loop_length(self, step: int) -> int:
-        """Steps of the next loop: N, cut short to end on a checkpoint, evaluation or the end."""
+        """Steps of the next loop: N, cut short to end on a checkpoint, evaluation or the end,
+        and to fit, with a checkpoint save, in the preemption grace (by the chief's timings)."""
         s = self.settings
         ends = [s.train_steps, _next_multiple(step, s.save_every)]
         if self.eval_set is not None:
             ends.append(_next_multiple(step, s.eval_every))
-        return min(self.loop.steps_per_loop, min(ends) - step)
+        steps = min(self.loop.steps_per_loop, min(ends) - step)
+        if self.step_seconds > 0:
+            budget = s.preemption_grace - self.agreed_save_seconds
+            fitting = max(1, int(budget / self.step_seconds))
+            if fitting < steps and not self.grace_noted:
+                self.grace_noted = True
+                self.log(
+                    f"loops cut to {fitting} steps: a loop and a checkpoint save must fit in "
+                    f"--preemption-grace {s.preemption_grace:g} s"
+                )
+            steps = min(steps, fitting)
+        return steps
 
-    def out_of_time(self, deadline: float | None, step: int, seconds_per_step: float) -> bool:
-        """Whether the next loop, a checkpoint and an evaluation would overrun the deadline
-        (agreed by all workers)."""
-        if deadline is None or step >= self.settings.train_steps:
-            return False
-        needed = seconds_per_step * self.loop_length(step) + self.save_seconds
-        needed += self.eval_seconds
-        late = time.monotonic() + needed > deadline
-        return bool(self.loop.any_worker(tf.constant(late)))
+    def stop_reason(
+        self, deadline: float | None, step: int, seconds_per_step: float, signals: StopSignals
+    ) -> str | None:
+        """Why the run stops after `step`, agreed by all workers: "time" when the next loop, a
+        checkpoint and an evaluation would overrun the deadline, the signal's name when any
+        worker got SIGTERM or SIGINT, else None. Also agrees the timings loop_length uses."""
+        late = False
+        if deadline is not None:
+            needed = seconds_per_step * self.loop_length(step) + self.save_seconds
+            late = time.monotonic() + needed + self.eval_seconds > deadline
+        (late, signalled), (self.step_seconds, self.agreed_save_seconds) = self.loop.agree(
+            [late, signals.requested is not None], [seconds_per_step, self.save_seconds]
+        )
+        if signalled:
+            # A worker that got no signal itself stops for the one that did.
+            return signals.requested or "another worker's signal"
+        return "time" if late else None
 
     def write_log(self, step: int, totals: np.ndarray, steps: int, seconds: float) -> None:
         metrics = metrics_from_sums(
@@ -351,9 +398,9 @@ class _HostLoop:
                 loss=f"{metrics['loss']:.3f}", ex_s=f"{metrics['examples_per_second']:.1f}"
             )
 
-    def train(self, *, fresh: bool, started: float) -> PretrainResult:
+    def train(self, *, fresh: bool, started: float, signals: StopSignals) -> PretrainResult:
         s, loop, result = self.settings, self.loop, self.result
-        step = int(loop.step.numpy())
+        step = self.step
         if fresh and step == 0:
             self.evaluate(0)
         train_set = distribute(
@@ -377,36 +424,46 @@ class _HostLoop:
             begin = time.monotonic()
             with _shard_errors(self.spec.files, "training", self.manager):
                 rows = loop.run(iterator, steps)
-            seconds = time.monotonic() - begin
+            ended = time.monotonic()
+            seconds = ended - begin
             result.loop_seconds.append(seconds)
-            stop = self.out_of_time(deadline, step + steps, seconds / steps)
             for i, row in enumerate(rows):
                 at = step + i + 1
                 totals += row
                 interval_steps += 1
                 interval_seconds += seconds / steps
-                loop_end = i == steps - 1 and (stop or at == s.train_steps)
-                if at % s.log_every == 0 or loop_end:
+                if at % s.log_every == 0 or at == s.train_steps:
                     self.write_log(at, totals, interval_steps, interval_seconds)
                     totals, interval_steps, interval_seconds = np.zeros(len(SUM_KEYS)), 0, 0.0
-            step += steps
+            self.step = step = step + steps
             self.bar.update(steps)
-            last = stop or step == s.train_steps
-            if last:
-                result.stopped_at = time.monotonic() - started
             # Under a time budget, the first loop also ends with a checkpoint: it times a save,
             # which the budget must leave room for at the end.
             first_under_budget = deadline is not None and len(result.loop_seconds) == 1
-            if step % s.save_every == 0 or last or first_under_budget:
+            if step % s.save_every == 0 or step == s.train_steps or first_under_budget:
                 self.save(step)
-            if self.eval_set is not None and step % s.eval_every == 0 and not last:
+            if self.eval_set is not None and step % s.eval_every == 0 and step < s.train_steps:
                 self.evaluate(step)
-            if stop:
+            if step == s.train_steps:
+                result.stopped_at = ended - started
+                break
+            stop = self.stop_reason(deadline, step, seconds / steps, signals)
+            if stop is None:
+                continue
+            result.stopped_at = ended - started
+            if interval_steps:  # the steps since the last log point
+                self.write_log(step, totals, interval_steps, interval_seconds)
+            if self.saved_step != step:
+                self.save(step)
+            if stop == "time":
                 result.stopped_early = True
                 self.log(f"stopping after {s.minutes} minutes at step {step} (checkpoint saved)")
-                break
+            else:
+                result.preempted = stop
+            break
         self.bar.close()
-        self.evaluate(step)
+        if result.preempted is None:  # a preempted run leaves its grace to the exit
+            self.evaluate(step)
         result.step = step
         result.last_save_seconds = self.save_seconds
         return result
