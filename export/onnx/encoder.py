@@ -45,7 +45,7 @@ _GELU_COEFF = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
 
 
-class _GraphBuilder:
+class GraphBuilder:
     """Collects nodes and initializers; names every intermediate value uniquely."""
 
     def __init__(self) -> None:
@@ -71,19 +71,35 @@ class _GraphBuilder:
 
     def node(self, op: str, inputs: list[str], prefix: str, **attributes: Any) -> str:
         """Appends one node with one output; returns the output's name."""
+        return self.multi_node(op, inputs, prefix, 1, **attributes)[0]
+
+    def multi_node(
+        self,
+        op: str,
+        inputs: list[str],
+        prefix: str,
+        outputs: int,
+        domain: str = "",
+        **attributes: Any,
+    ) -> list[str]:
+        """Appends one node with `outputs` outputs (of operator `op` in `domain`); returns
+        their names."""
         self._count += 1
-        output = f"{prefix}/{op}_{self._count}"
-        self.nodes.append(helper.make_node(op, inputs, [output], name=output, **attributes))
-        return output
+        name = f"{prefix}/{op}_{self._count}"
+        names = [name] if outputs == 1 else [f"{name}:{i}" for i in range(outputs)]
+        self.nodes.append(
+            helper.make_node(op, inputs, names, name=name, domain=domain, **attributes)
+        )
+        return names
 
 
-def _dense(g: _GraphBuilder, x: str, layer: Any, prefix: str) -> str:
+def _dense(g: GraphBuilder, x: str, layer: Any, prefix: str) -> str:
     """x [..., in] @ kernel [in, out] + bias [out] -> [..., out]."""
     product = g.node("MatMul", [x, g.weight(layer.kernel)], prefix)
     return g.node("Add", [product, g.weight(layer.bias)], prefix)
 
 
-def _layer_norm(g: _GraphBuilder, x: str, norm: Any, prefix: str) -> str:
+def _layer_norm(g: GraphBuilder, x: str, norm: Any, prefix: str) -> str:
     return g.node(
         "LayerNormalization",
         [x, g.weight(norm.gamma), g.weight(norm.beta)],
@@ -93,7 +109,7 @@ def _layer_norm(g: _GraphBuilder, x: str, norm: Any, prefix: str) -> str:
     )
 
 
-def _activation(g: _GraphBuilder, x: str, name: str, prefix: str) -> str:
+def _activation(g: GraphBuilder, x: str, name: str, prefix: str) -> str:
     """`hidden_act` on x, in the operator patterns ORT's fusions recognize."""
     if name in ("gelu", "gelu_new"):
         # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): the FastGelu pattern.
@@ -114,7 +130,7 @@ def _activation(g: _GraphBuilder, x: str, name: str, prefix: str) -> str:
     raise ValueError(f"no ONNX form for hidden_act {name!r}")
 
 
-def _attention(g: _GraphBuilder, x: str, bias: str, attention: Any, prefix: str) -> str:
+def _attention(g: GraphBuilder, x: str, bias: str, attention: Any, prefix: str) -> str:
     """Multi-head self-attention on x [B, S, H] with the additive mask `bias` [B, 1, 1, S]."""
 
     def heads(t: str, perm: list[int]) -> str:
@@ -136,7 +152,7 @@ def encoder_graph(encoder: Any) -> onnx.ModelProto:
     """The ONNX model of `encoder` (an `AlbertEncoder`) in inference mode; see the module
     docstring for its inputs, outputs and operators."""
     config = encoder.config
-    g = _GraphBuilder()
+    g = GraphBuilder()
     g.constant("const/one", 1.0)
     g.constant("const/half", 0.5)
     g.constant("const/three", 3.0)

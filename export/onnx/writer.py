@@ -25,6 +25,7 @@ from albert_tf.io_utils import atomic_dir
 from export.encoder import ENCODER_INPUTS
 from export.onnx import optimize
 from export.onnx.encoder import encoder_graph
+from export.onnx.text import preprocess_graph, with_preprocess
 from export.tflite import cosine_similarity, probe_inputs
 
 ONNX_DIR = "onnx"
@@ -34,6 +35,7 @@ ENCODER_FILES = {
     "int8": "encoder_int8.onnx",
     "int8_static": "encoder_int8_static.onnx",
 }
+TEXT_ENCODER_FILES = {"float32": "text_encoder.onnx", "int8": "text_encoder_int8.onnx"}
 # Accuracy bounds the export checks and reports (issue 27): fp32 against the SavedModel, and
 # the smallest pooled_output cosine of an int8 file on text it was not calibrated on.
 FLOAT32_TOLERANCE = 1e-4
@@ -132,6 +134,25 @@ def _accuracy(
     return report
 
 
+def _text_ids_equal(
+    model: onnx.ModelProto, sp_model: str | os.PathLike, seq_length: int, do_lower_case: bool
+) -> bool:
+    """Whether the raw-string model's ids equal the reference tokenizer's, packed, on the
+    unseen probe text."""
+    from preprocess.corpus import is_heldout, pydoc_topic_documents
+    from preprocess.tokenizer import AlbertTokenizer
+
+    tokenizer = AlbertTokenizer(sp_model, do_lower_case)
+    texts = [" ".join(s) for name, s in pydoc_topic_documents() if is_heldout(name, 50) and s]
+    texts = texts[:32]
+    got = run(session(model), {"text": np.array(texts, dtype=object)})
+    for text, ids, mask in zip(texts, got["input_word_ids"], got["input_mask"], strict=True):
+        want = [tokenizer.cls_id, *tokenizer.encode(text)[: seq_length - 2], tokenizer.sep_id]
+        if ids[: mask.sum()].tolist() != want:
+            return False
+    return True
+
+
 def export_onnx(
     checkpoint_dir: str | os.PathLike,
     output_dir: str | os.PathLike,
@@ -176,13 +197,20 @@ def export_onnx(
         },
         "accuracy": _accuracy(models, _reference(saved_model_dir, encoder), unseen),
     }
+    files = {ENCODER_FILES[kind]: model for kind, model in models.items()}
+    if sp_model is not None:
+        preprocess = preprocess_graph(sp_model, seq_length, do_lower_case)
+        for kind in ("float32", "int8"):
+            files[TEXT_ENCODER_FILES[kind]] = with_preprocess(preprocess, models[kind])
+        report["text_ids_equal_preprocess"] = _text_ids_equal(
+            files[TEXT_ENCODER_FILES["float32"]], sp_model, seq_length, do_lower_case
+        )
     target = Path(output_dir) / ONNX_DIR
     with atomic_dir(target, overwrite=True) as tmp:
-        files = {}
-        for kind, model in models.items():
-            path = tmp / ENCODER_FILES[kind]
-            onnx.save(model, str(path))
-            files[ENCODER_FILES[kind]] = path.stat().st_size
-        report["bytes"] = files
+        sizes = {}
+        for name, model in files.items():
+            onnx.save(model, str(tmp / name))
+            sizes[name] = (tmp / name).stat().st_size
+        report["bytes"] = sizes
         (tmp / REPORT).write_text(json.dumps(report, indent=2) + "\n")
     return report
