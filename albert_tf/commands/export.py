@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite."
+HELP = (
+    "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite "
+    "and ONNX."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write tflite/encoder_float32.tflite and tflite/encoder_int8.tflite",
     )
     parser.add_argument(
+        "--onnx",
+        action="store_true",
+        help="also write onnx/: encoder.onnx (float32), encoder_int8.onnx, "
+        "encoder_int8_static.onnx and, with a SentencePiece model, raw-string models; "
+        'needs pip install -e ".[onnx]"',
+    )
+    parser.add_argument(
         "--no-lower-case",
         dest="do_lower_case",
         action="store_false",
@@ -48,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_path(args.output, args.overwrite)
     if args.from_hub:
-        if args.checkpoint or args.sp_model or args.tflite:
+        if args.checkpoint or args.sp_model or args.tflite or args.onnx:
             raise ExportError(
-                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite"
+                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx"
             )
         from export.load import hub_to_checkpoint_dir
 
@@ -67,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         tflite=args.tflite,
         overwrite=args.overwrite,
         do_lower_case=args.do_lower_case,
+        onnx=args.onnx,
     )
     if bundle.encoder:
         mlm = "with .mlm" if bundle.has_mlm else "without .mlm (no MLM head in the checkpoint)"
@@ -82,5 +93,13 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"  {kind}: {report[f'{kind}_bytes']:,} B, pooled_output cosine similarity "
                 f"to the SavedModel >= {report[f'{kind}_pooled_cosine']:.6f}"
+            )
+    if bundle.onnx_report:
+        print(f"wrote {bundle.onnx}: fused {bundle.onnx_report['fused_ops']}")
+        for kind, accuracy in bundle.onnx_report["accuracy"].items():
+            print(
+                f"  {kind}: pooled_output cosine similarity to the SavedModel >= "
+                f"{accuracy['pooled_min_cosine']:.6f}, max |diff| "
+                f"{accuracy['sequence_max_abs_diff']:.2e}"
             )
     return 0
