@@ -18,6 +18,8 @@ OURS = "ours"
 # export (int8: int8 weights, activations quantized per call).
 RUNTIME_SYSTEMS = {"onnx": ("ours_onnx", "ours_onnx_static"), "tflite": ("ours_tflite",)}
 OUR_RUNTIMES = tuple(s for systems in RUNTIME_SYSTEMS.values() for s in systems)
+# The system whose export writes another's files (static int8 comes with the ONNX export).
+EXPORTED_BY = {"ours_onnx_static": "ours_onnx"}
 PEERS = ("tfm", "hf", "kerashub", "ort")
 SYSTEMS = (OURS, *OUR_RUNTIMES, *PEERS)
 # Backends whose raw matmul throughput at the FFN shape is measured (the MFU denominator).

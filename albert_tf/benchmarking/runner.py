@@ -26,6 +26,7 @@ from typing import Any
 from albert_tf.benchmarking.cases import (
     BENCH_DTYPES,
     CASES,
+    EXPORTED_BY,
     MATMUL_BACKENDS,
     OUR_RUNTIMES,
     OURS,
@@ -306,7 +307,8 @@ def _run_planned(
             groups.setdefault(_group(job), []).append(job)
         batches = list(groups.values())
     batches = batches * options.rounds
-    to_export = [s for s in (*OUR_RUNTIMES, "ort") if any(j["system"] == s for j in jobs)]
+    exporter = {job["system"]: EXPORTED_BY.get(job["system"], job["system"]) for job in jobs}
+    to_export = [s for s in (*OUR_RUNTIMES, "ort") if s in exporter.values()]
     start = 1 if to_export else 0  # the export counts as one step of the progress bar
     total = len(batches) + start
     if to_export and progress:
@@ -315,12 +317,12 @@ def _run_planned(
     # A system whose files could not be made is reported once per job, not run.
     failed = {s: e["error"] for s, e in exports.items() if e["error"]}
     results = [
-        {**_job_key(job), "times": [], "error": failed[job["system"]]}
+        {**_job_key(job), "times": [], "error": failed[exporter[job["system"]]]}
         for job in jobs
-        if job["system"] in failed
+        if exporter[job["system"]] in failed
     ]
     for done, batch in enumerate(batches, start):
-        batch = [job for job in batch if job["system"] not in failed]
+        batch = [job for job in batch if exporter[job["system"]] not in failed]
         if progress:
             text = ", ".join(f"{j['system']} {j['dtype']} {j['case']}" for j in batch)
             progress(done, total, text)
@@ -541,8 +543,11 @@ def machine_line(result: dict[str, Any]) -> str:
 
 
 def _export_note(info: dict[str, Any]) -> str:
-    note = f"{info['made_by']}; int8 pooled-output cosine to float32 >= "
-    note += f"{info['int8_pooled_cosine']:.4f}"
+    note = info["made_by"]
+    for key, cosine in info.items():
+        if key.endswith("_pooled_cosine"):
+            note += f"; {key.removesuffix('_pooled_cosine')} pooled-output cosine to float32 "
+            note += f">= {cosine:.4f}"
     if info.get("fused_ops"):
         note += "; fused: " + ", ".join(f"{k} {v}" for k, v in info["fused_ops"].items())
     return note
@@ -586,13 +591,11 @@ def render_table(result: dict[str, Any]) -> str:
         lines.append("")
         lines.append(f"Machine matmul at the FFN shape ({matmul[0]['note']}): " + "; ".join(parts))
     lines += ["", machine_line(result)]
-    references = sorted(
-        {(dtype, system) for (dtype, _, _), system in reference_systems(records).items()},
-        key=lambda item: BENCH_DTYPES.index(item[0]),
-    )
-    for dtype, system in references:
-        if system != OURS:
-            lines.append(f"{dtype}: peers are compared with {TITLES[system]}, our best there.")
+    for (dtype, case, metric), system in reference_systems(records).items():
+        if system != OURS and metric in ("throughput", "latency") and (case, metric) in _ROW_ORDER:
+            lines.append(
+                f"{dtype} {case} {metric}: peers compared with our best, {TITLES[system]}."
+            )
     for system, info in result.get("meta", {}).get("exports", {}).items():
         lines.append(f"{TITLES[system]}: {_export_note(info)}")
     errors = [r for r in records if r.get("error")]

@@ -6,6 +6,8 @@ exporting is not what is timed, and each job's process imports only its runtime.
 
 - `ours_tflite`: `export.tflite` files of a random-init `AlbertEncoder` (float32; int8 =
   dynamic-range quantization), LiteRT with its default XNNPACK delegate.
+- `ours_onnx`, `ours_onnx_static`: `export.onnx`'s encoder graph of the same encoder after ORT's
+  BERT fusions, as float32, dynamic int8 and static int8 (calibrated on seeded ids); ORT.
 - `ort`: what a user of Hugging Face builds: `transformers.AlbertModel` (random init, same
   config) exported with `torch.onnx.export` (TorchScript exporter, opset 17, dynamic batch and
   sequence), ORT's transformer optimizer (`model_type="bert"`), and for int8
@@ -35,6 +37,9 @@ OPSET = 17
 
 
 def _files(directory: Path, system: str) -> dict[str, Path]:
+    """{dtype: file} that `system` runs."""
+    if system == "ours_onnx_static":
+        return {"int8": directory / "ours_onnx" / "int8_static.onnx"}
     suffix = ".tflite" if system == "ours_tflite" else ".onnx"
     return {dtype: directory / system / f"{dtype}{suffix}" for dtype in ("float32", "int8")}
 
@@ -42,12 +47,15 @@ def _files(directory: Path, system: str) -> dict[str, Path]:
 def prepare(system: str, config: AlbertConfig, seq_length: int, directory: Path) -> dict[str, Any]:
     """Writes `system`'s float32 and int8 files under `directory/system/` and returns (and saves
     as info.json there) what the table notes: how the files were made, and the smallest
-    pooled-output cosine similarity of int8 to float32 on the benchmark's inputs."""
+    pooled-output cosine similarity of each int8 file to float32 on seeded inputs."""
     out = directory / system
     out.mkdir(parents=True, exist_ok=True)
     files = _files(directory, system)
     if system == "ours_tflite":
         info = _prepare_tflite(config, seq_length, files)
+    elif system == "ours_onnx":
+        files["int8_static"] = _files(directory, "ours_onnx_static")["int8"]
+        info = _prepare_onnx(config, seq_length, files)
     elif system == "ort":
         info = _prepare_hf_onnx(config, seq_length, files)
     else:
@@ -58,23 +66,57 @@ def prepare(system: str, config: AlbertConfig, seq_length: int, directory: Path)
     }
     from export.tflite import cosine_similarity
 
-    info["int8_pooled_cosine"] = float(cosine_similarity(pooled["int8"], pooled["float32"]).min())
+    for kind in pooled:
+        if kind != "float32":
+            cosine = cosine_similarity(pooled[kind], pooled["float32"]).min()
+            info[f"{kind}_pooled_cosine"] = float(cosine)
     (out / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
 
 
-def _prepare_tflite(config: AlbertConfig, seq_length: int, files: dict[str, Path]) -> dict:
+def _random_encoder(config: AlbertConfig, seq_length: int):
+    """Our `AlbertEncoder`, seeded random init, built at `seq_length`."""
     import tf_keras as keras
 
     from albert_tf.encoder import AlbertEncoder
-    from export.tflite import tflite_converters
 
     keras.utils.set_random_seed(0)
     encoder = AlbertEncoder(config)
     encoder({k: np.zeros((1, seq_length), np.int32) for k in ENCODER_INPUTS}, training=False)
+    return encoder
+
+
+def _prepare_tflite(config: AlbertConfig, seq_length: int, files: dict[str, Path]) -> dict:
+    from export.tflite import tflite_converters
+
+    encoder = _random_encoder(config, seq_length)
     for dtype, converter in tflite_converters(encoder, seq_length).items():
         files[dtype].write_bytes(converter.convert())
     return {"made_by": "albert-tf export --tflite (dynamic-range int8)"}
+
+
+def _prepare_onnx(config: AlbertConfig, seq_length: int, files: dict[str, Path]) -> dict:
+    import onnx
+
+    from export.onnx import optimize
+    from export.onnx.encoder import encoder_graph
+    from export.tflite import probe_inputs
+
+    fused = optimize.fuse(
+        encoder_graph(_random_encoder(config, seq_length)),
+        config.num_attention_heads,
+        config.hidden_size,
+    )
+    calibration = [probe_inputs(config.vocab_size, seq_length, 8, seed) for seed in (1, 2)]
+    onnx.save(fused, str(files["float32"]))
+    onnx.save(optimize.quantize_dynamic_int8(fused), str(files["int8"]))
+    onnx.save(optimize.quantize_static_int8(fused, calibration), str(files["int8_static"]))
+    counts = optimize.op_counts(fused)
+    return {
+        "made_by": "albert-tf export --onnx (ORT's BERT fusions; int8: quantize_dynamic, "
+        "static QDQ calibrated on 16 seeded rows)",
+        "fused_ops": {op: n for op, n in counts.items() if op in optimize.FUSED_OPS},
+    }
 
 
 def _prepare_hf_onnx(config: AlbertConfig, seq_length: int, files: dict[str, Path]) -> dict:
