@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SentencePiece model for preprocess/ (default: spm.model in --checkpoint); "
         "without --checkpoint only preprocess/ is written",
     )
-    parser.add_argument("--output", required=True, metavar="DIR", help="directory to write")
+    parser.add_argument("--output", metavar="DIR", help="directory to write (not with --finetuned)")
     parser.add_argument(
         "--seq-length",
         type=int,
@@ -45,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="do not lowercase text in preprocess/ (for cased models)",
     )
     parser.add_argument(
+        "--finetuned",
+        metavar="DIR",
+        help="instead: with --onnx, write the raw-string classifier of a `finetune` output "
+        "to DIR/onnx/ (classifier.onnx, classifier_int8.onnx), beside DIR/serving/",
+    )
+    parser.add_argument(
         "--from-hub",
         metavar="DIR",
         help="instead: turn an exported encoder/ back into a checkpoint directory at --output",
@@ -53,9 +59,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.onnx:
+        # First: the missing extra is one line, and onnxruntime-extensions must load before
+        # TensorFlow (see export.onnx).
+        import export.onnx  # noqa: F401
     from albert_tf.errors import ExportError
     from albert_tf.io_utils import check_output_path
 
+    if args.finetuned:
+        if not args.onnx or args.output or args.checkpoint or args.from_hub or args.tflite:
+            raise ExportError(
+                "--finetuned DIR takes --onnx and writes DIR/onnx/: no --output, --checkpoint, "
+                "--from-hub or --tflite"
+            )
+        from export.onnx import export_classifier_onnx
+
+        report = export_classifier_onnx(args.finetuned)
+        print(f"wrote {args.finetuned}/onnx: fused {report['fused_ops']}")
+        for name, agreement in report["against_serving"].items():
+            print(
+                f"  {name}: labels equal to serving/ on {agreement['label_agreement']:.1%} of "
+                f"the probe texts, probabilities within {agreement['probabilities_max_abs_diff']:.1e}"
+            )
+        return 0
+    if not args.output:
+        raise ExportError("--output is required")
     check_output_path(args.output, args.overwrite)
     if args.from_hub:
         if args.checkpoint or args.sp_model or args.tflite or args.onnx:

@@ -75,8 +75,10 @@ def fuse(model: onnx.ModelProto, num_heads: int, hidden_size: int) -> onnx.Model
     # The optimizer warns that the producer is not "pytorch"; the BERT fusions match our
     # graph all the same (the counts land in report.json).
     logging.getLogger("onnxruntime.transformers.optimizer").setLevel(logging.ERROR)
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)  # the optimizer rewrites the graph it is given
     optimizer = optimize_model(
-        model, model_type="bert", num_heads=num_heads, hidden_size=hidden_size, opt_level=0
+        copy, model_type="bert", num_heads=num_heads, hidden_size=hidden_size, opt_level=0
     )
     fused = optimizer.model
     if not any(opset.domain == "com.microsoft" for opset in fused.opset_import):

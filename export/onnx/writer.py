@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 import onnx
 
+from albert_tf.errors import InstallError
 from albert_tf.io_utils import atomic_dir
 from export.encoder import ENCODER_INPUTS
 from export.onnx import optimize
 from export.onnx.encoder import encoder_graph
-from export.onnx.text import preprocess_graph, with_preprocess
+from export.onnx.text import CONTRIB, preprocess_graph, with_preprocess
 from export.tflite import cosine_similarity, probe_inputs
 
 ONNX_DIR = "onnx"
@@ -48,12 +49,23 @@ def session(model: onnx.ModelProto | str | os.PathLike, threads: int | None = No
     import onnxruntime as ort
     from onnxruntime_extensions import get_library_path
 
+    import export.onnx
+
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
+    if export.onnx.TENSORFLOW_LOADED_FIRST and any(
+        opset.domain == CONTRIB for opset in proto.opset_import
+    ):
+        raise InstallError(
+            "this process imported tensorflow before onnxruntime_extensions, which makes "
+            "the raw-string ONNX models crash: import onnxruntime_extensions first"
+        )
     options = ort.SessionOptions()
     options.register_custom_ops_library(get_library_path())
     if threads:
         options.intra_op_num_threads = threads
-    source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
-    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        proto.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
 
 
 def run(sess: Any, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
