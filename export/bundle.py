@@ -22,6 +22,7 @@ ENCODER_DIR = "encoder"
 PREPROCESS_DIR = "preprocess"
 TFLITE_DIR = "tflite"
 TFLITE_REPORT = "report.json"
+ONNX_DIR = "onnx"
 
 
 @dataclasses.dataclass
@@ -33,6 +34,8 @@ class ExportedBundle:
     preprocess: Path | None = None
     tflite: Path | None = None
     tflite_report: dict[str, Any] | None = None
+    onnx: Path | None = None
+    onnx_report: dict[str, Any] | None = None
     has_mlm: bool = False
 
 
@@ -41,6 +44,7 @@ def _check_arguments(
     sp_model: str | os.PathLike | None,
     seq_length: int,
     tflite: bool,
+    onnx: bool = False,
 ) -> Path | None:
     """Every check that needs no model, before any work; returns the SentencePiece model.
 
@@ -54,6 +58,10 @@ def _check_arguments(
         )
     if tflite and checkpoint_dir is None:
         raise ExportError("TFLite export needs a checkpoint directory")
+    if onnx and checkpoint_dir is None:
+        raise ExportError("ONNX export needs a checkpoint directory")
+    if onnx:
+        import export.onnx  # noqa: F401  (InstallError naming the extra when it is missing)
     if seq_length < 1:
         raise ExportError(f"--seq-length must be positive, got {seq_length}")
     if sp_model is not None and not Path(sp_model).is_file():
@@ -72,7 +80,11 @@ def _check_arguments(
         check_seq_length(seq_length)
         if config is not None:
             load_sp_model(sp_model, config.vocab_size)
-    users = [name for name, used in (("preprocess/", sp_model), ("TFLite", tflite)) if used]
+    users = [
+        name
+        for name, used in (("preprocess/", sp_model), ("TFLite", tflite), ("ONNX", onnx))
+        if used
+    ]
     if config is not None and users and seq_length > config.max_position_embeddings:
         raise ExportError(
             f"seq_length {seq_length} (of {' and '.join(users)}) exceeds the model's "
@@ -89,6 +101,7 @@ def export_bundle(
     tflite: bool = False,
     overwrite: bool = False,
     do_lower_case: bool = True,
+    onnx: bool = False,
 ) -> ExportedBundle:
     """Exports TF-Hub SavedModels (and TFLite files) into `output_dir`, atomically.
 
@@ -98,13 +111,15 @@ def export_bundle(
       `preprocess.preprocess_model`). Without `checkpoint_dir`, only this part is written.
     - `tflite/` with `tflite`: float32 and int8 encoders at `seq_length` and `report.json`
       (sizes, `pooled_output` cosine similarity to the SavedModel), see `export.tflite`.
+    - `onnx/` with `onnx`: float32 and int8 ONNX encoders, raw-string models when there is a
+      SentencePiece model, and `report.json`, see `export.onnx` (needs the `onnx` extra).
 
     Raises ExportError (nothing to export, SentencePiece vocabulary size != vocab_size,
     seq_length beyond max_position_embeddings), CheckpointError (missing config or checkpoint),
     TokenizerError (unusable SentencePiece model), OutputError (exists and not `overwrite`,
     unwritable). Nothing is left at `output_dir` on failure.
     """
-    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite)
+    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite, onnx)
     output_dir = Path(output_dir)
     check_output_path(output_dir, overwrite)
     checkpoint = None
@@ -113,7 +128,7 @@ def export_bundle(
 
         # Before the progress bar and the output: a bad checkpoint is one line and nothing else.
         checkpoint = load_checkpoint_dir(checkpoint_dir)
-    steps = (checkpoint is not None) + 1 + tflite
+    steps = (checkpoint is not None) + 1 + tflite + onnx
     result = ExportedBundle(output_dir)
     with (
         atomic_dir(output_dir, overwrite=overwrite) as tmp,
@@ -145,5 +160,19 @@ def export_bundle(
             (tmp / TFLITE_DIR / TFLITE_REPORT).write_text(json.dumps(report, indent=2) + "\n")
             result.tflite = output_dir / TFLITE_DIR
             result.tflite_report = report
+            progress.update()
+        if onnx:
+            from export.onnx import export_onnx
+
+            progress.set_postfix_str("ONNX")
+            result.onnx_report = export_onnx(
+                checkpoint_dir,
+                tmp,
+                seq_length,
+                sp_model=sp_model,
+                do_lower_case=do_lower_case,
+                saved_model_dir=tmp / ENCODER_DIR,
+            )
+            result.onnx = output_dir / ONNX_DIR
             progress.update()
     return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -9,6 +10,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# The raw-string ONNX models need onnxruntime-extensions loaded before TensorFlow (see
+# export/onnx/__init__.py); conftest runs before any test module imports TensorFlow.
+with contextlib.suppress(ImportError):
+    import onnxruntime_extensions  # noqa: F401
 
 # Property tests run seeded and bounded; `pytest --hypothesis-profile explore` searches further.
 settings.register_profile(

@@ -174,8 +174,9 @@ def test_machine_line_names_flags_cores_and_onednn_per_system():
     meta = {"machine": {"model": "AMD EPYC", "flags": ["avx2", "fma"], "cores": 2}}
     line = machine_line({"meta": meta, "records": records})
     assert line == (
-        "CPU: AMD EPYC, 2 cores; AVX2 FMA (no AVX512F AVX512_VNNI AVX512_BF16 AMX_TILE "
-        "AMX_BF16). oneDNN: albert-tf (ours) off, HF transformers (torch) on."
+        "CPU: AMD EPYC, 2 cores; AVX2 FMA (no AVX512F AVX512_VNNI AVX_VNNI AVX512_BF16 AMX_TILE "
+        "AMX_BF16 AMX_INT8). int8 dot-product instructions: none (no VNNI, no AMX). "
+        "oneDNN: albert-tf (ours) off, HF transformers (torch) on."
     )
 
 
@@ -232,3 +233,67 @@ def test_inference_paths_smoke(tmp_path):
     assert [r["path"] for r in rows] == ["eigen", "eigen+xla", "onednn", "onednn+xla"]
     assert all(r["inference_tokens_per_s"] > 0 and r["latency"] > 0 for r in rows)
     assert "| onednn+xla |" in proc.stdout
+
+
+def test_plan_runs_each_runtime_system_in_its_dtypes():
+    options = BenchmarkOptions(cases=("inference", "train"), dtypes=("float32", "int8"))
+    jobs = plan_jobs(options, ("ort",), ("onnx", "tflite"))
+    keys = {(j["system"], j["dtype"], j["case"]) for j in jobs}
+    assert keys == {
+        ("ours", "float32", "inference"),
+        ("ours", "float32", "train"),
+        ("ours_onnx", "float32", "inference"),
+        ("ours_onnx", "int8", "inference"),
+        ("ours_onnx_static", "int8", "inference"),
+        ("ours_tflite", "float32", "inference"),
+        ("ours_tflite", "int8", "inference"),
+        ("ort", "float32", "inference"),
+        ("ort", "int8", "inference"),
+    }
+    only = BenchmarkOptions(cases=("latency",), dtypes=("int8",), runtimes=("tflite",))
+    assert [j["system"] for j in plan_jobs(only, (), ("tflite",))] == ["ours_tflite"]
+
+
+def test_int8_peers_are_compared_with_our_fastest_int8_system():
+    results = [
+        _result("ours_onnx", "inference", 2.0, dtype="int8"),
+        _result("ours_tflite", "inference", 1.0, dtype="int8"),
+        _result("ort", "inference", 1.5, dtype="int8"),
+        _result("ours_tflite", "latency", 0.02, dtype="int8"),
+        _result("ours_onnx", "latency", 0.01, dtype="int8"),
+        _result("ort", "latency", 0.03, dtype="int8"),
+    ]
+    records = build_records(results, tiny=False)
+    index = {(r["system"], r["case"], r["metric"]): r for r in records}
+    assert index["ort", "inference", "throughput"]["ratio_to_ours"] == pytest.approx(1 / 1.5)
+    assert index["ort", "latency", "latency"]["ratio_to_ours"] == pytest.approx(3.0)
+    table = render_table({"records": records})
+    assert (
+        "| inference 32x128 | throughput [tokens/s] | int8 | 2,048 | 4,096 | 2,731 (ours 1.50x)"
+        in table
+    )
+    assert "int8 inference throughput: peers compared with our best, albert-tf TFLite" in table
+    assert "int8 latency latency: peers compared with our best, albert-tf ONNX (ORT)" in table
+
+
+@pytest.mark.slow
+def test_tiny_int8_tflite_benchmark_exports_once_and_reports_accuracy(tmp_path):
+    out = tmp_path / "bench.json"
+    argv = ["benchmark", "--tiny", "--dtype", "int8", "--runtimes", "tflite", "--peers", "tfm"]
+    assert main([*argv, "--cases", "inference,latency", "--rounds", "2", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    throughput = [r for r in result["records"] if r["metric"] == "throughput"]
+    assert {(r["system"], r["case"]) for r in throughput} == {
+        ("ours_tflite", "inference"),
+        ("ours_tflite", "latency"),
+    }
+    assert all(r["value"] > 0 and r["error"] is None for r in throughput)
+    export = result["meta"]["exports"]["ours_tflite"]
+    assert 0.99 < export["int8_pooled_cosine"] <= 1.0 + 1e-6
+    assert "ai-edge-litert" in result["meta"]["versions"]
+
+
+def test_unknown_or_missing_runtime_is_one_line(capsys):
+    assert main(["benchmark", "--tiny", "--runtimes", "tflite,tvm"]) == 2
+    line = helpers.one_error_line(capsys.readouterr().err, "benchmark")
+    assert "unknown runtime 'tvm'; known: tf, onnx, tflite" in line

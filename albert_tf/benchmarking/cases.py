@@ -12,29 +12,54 @@ import numpy as np
 from albert_tf.config import PRESETS, AlbertConfig
 
 OURS = "ours"
-PEERS = ("tfm", "hf", "kerashub")
-SYSTEMS = (OURS, *PEERS)
+# Our encoder served by the other runtimes of `albert-tf predict --runtime` (the key), from the
+# files `albert-tf export` writes: ONNX Runtime on the ONNX export (int8: dynamic quantization;
+# the static system: int8 with calibrated activation scales) and LiteRT/XNNPACK on the TFLite
+# export (int8: int8 weights, activations quantized per call).
+RUNTIME_SYSTEMS = {"onnx": ("ours_onnx", "ours_onnx_static"), "tflite": ("ours_tflite",)}
+OUR_RUNTIMES = tuple(s for systems in RUNTIME_SYSTEMS.values() for s in systems)
+# The system whose export writes another's files (static int8 comes with the ONNX export).
+EXPORTED_BY = {"ours_onnx_static": "ours_onnx"}
+PEERS = ("tfm", "hf", "kerashub", "ort")
+SYSTEMS = (OURS, *OUR_RUNTIMES, *PEERS)
 # Backends whose raw matmul throughput at the FFN shape is measured (the MFU denominator).
 MATMUL_BACKENDS = ("tensorflow", "torch")
 CASES = ("inference", "latency", "train", "matmul")
-BENCH_DTYPES = ("float32", "bfloat16")
+BENCH_DTYPES = ("float32", "bfloat16", "int8")
+# What each system can run in; frameworks without an entry run float32 and bfloat16.
+SYSTEM_DTYPES = {
+    "ours_onnx": ("float32", "int8"),
+    "ours_onnx_static": ("int8",),
+    "ours_tflite": ("float32", "int8"),
+    "ort": ("float32", "int8"),
+}
 
 TITLES = {
     "ours": "albert-tf (ours)",
     "tfm": "tf-models-official",
     "hf": "HF transformers (torch)",
     "kerashub": "keras-hub",
+    "ours_onnx": "albert-tf ONNX (ORT)",
+    "ours_onnx_static": "albert-tf ONNX static int8 (ORT)",
+    "ours_tflite": "albert-tf TFLite (XNNPACK)",
+    "ort": "HF ONNX (ORT optimizer)",
     "tensorflow": "TensorFlow matmul",
     "torch": "torch matmul",
 }
 
-# Systems that can run a case (keras-hub has no pretraining-heads model to compare here).
+# Systems that can run a case (keras-hub has no pretraining-heads model to compare here; the
+# runtimes serve inference only).
 SUPPORTED = {
     "inference": SYSTEMS,
     "latency": SYSTEMS,
     "train": (OURS, "tfm", "hf"),
     "matmul": MATMUL_BACKENDS,
 }
+
+
+def system_dtypes(system: str) -> tuple[str, ...]:
+    """The dtypes `system` runs in (see SYSTEM_DTYPES)."""
+    return SYSTEM_DTYPES.get(system, ("float32", "bfloat16"))
 
 
 @dataclass(frozen=True)

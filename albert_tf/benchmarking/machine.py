@@ -9,7 +9,20 @@ from typing import Any
 from albert_tf.environment import cpu_flags, cpuinfo_field
 
 # /proc/cpuinfo flags that decide which kernels TensorFlow and torch can use.
-CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
+CPU_FLAGS = (
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_vnni",
+    "avx_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
+# The int8 dot-product instructions that int8 kernels (oneDNN, ORT's MLAS, XNNPACK) use when
+# present; without them int8 matmuls fall back to slower multiply-add sequences.
+INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
 def cpu_description(cpuinfo: str | Path = "/proc/cpuinfo") -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 A record is a dict with `system, dtype, case, metric, value, unit, ratio_to_ours` plus context
 (`batch_size, seq_length, value_best, note, error`). `ratio_to_ours` is value / our value for
-the same dtype, case and metric (1.0 for ours; None where we have no value). Metrics:
+the same dtype, case and metric (1.0 for ours; None where we have no value); "ours" is the
+TensorFlow path where it runs that dtype, else (int8) our best runtime system in the run. Metrics:
 `throughput` (tokens/s for inference and latency, examples/s for train, GFLOP/s for matmul),
 `latency` (ms per batch), `peak_rss_delta` (MiB of peak RSS above the process's baseline after
 imports) and `mfu` (model FLOPs/s at the median step time as % of the best matmul FLOPs/s
@@ -17,6 +18,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -24,16 +26,21 @@ from typing import Any
 from albert_tf.benchmarking.cases import (
     BENCH_DTYPES,
     CASES,
+    EXPORTED_BY,
     MATMUL_BACKENDS,
+    OUR_RUNTIMES,
     OURS,
     PEERS,
+    RUNTIME_SYSTEMS,
     SUPPORTED,
+    SYSTEMS,
     TITLES,
     benchmark_config,
     case_shape,
     step_flops,
+    system_dtypes,
 )
-from albert_tf.benchmarking.machine import CPU_FLAGS, cpu_description
+from albert_tf.benchmarking.machine import CPU_FLAGS, INT8_FLAGS, cpu_description
 from albert_tf.benchmarking.worker import run_marked
 from albert_tf.environment import ONEDNN_VARIABLE, given_environment, use_onednn_choice
 from albert_tf.errors import ConfigError
@@ -43,12 +50,17 @@ PEER_MODULES = {
     "tfm": ("official",),
     "hf": ("torch", "transformers"),
     "kerashub": ("keras_hub",),
+    "ort": ("torch", "transformers", "onnx", "onnxruntime"),
 }
 INSTALL_HINTS = {
     "tfm": "pip install tf-models-official==2.20.0",
-    "hf": "pip install torch==2.13.0 transformers (CPU torch)",
+    "hf": 'pip install -e ".[hf]" (CPU torch and transformers)',
     "kerashub": "pip install keras-hub (check with --dry-run that TF/Keras stay pinned)",
+    "ort": 'pip install -e ".[hf,onnx]" (CPU torch, transformers, onnx, onnxruntime)',
 }
+# Modules each runtime of `albert-tf predict --runtime` needs beside TensorFlow.
+RUNTIME_MODULES = {"onnx": ("onnx", "onnxruntime"), "tflite": ("ai_edge_litert",)}
+RUNTIME_HINTS = {"onnx": 'pip install -e ".[onnx]"', "tflite": "pip install ai-edge-litert"}
 UNITS = {"inference": "tokens/s", "latency": "tokens/s", "train": "examples/s", "matmul": "GFLOP/s"}
 
 
@@ -62,7 +74,9 @@ class BenchmarkOptions:
     so slow drift on shared cores reaches every system alike; each figure is then taken over
     the steps of all rounds. `onednn_off_path` runs TensorFlow peers with TF_ENABLE_ONEDNN_OPTS=0,
     reproducing on any machine a CPU where TensorFlow leaves oneDNN off (AVX2 without AVX-512);
-    ours runs as `albert-tf` runs there (see `worker_environment`)."""
+    ours runs as `albert-tf` runs there (see `worker_environment`). `runtimes` are the other
+    runtimes our encoder is measured in (onnx, tflite; see `cases.RUNTIME_SYSTEMS`), None
+    meaning every installed one; they run float32 and int8."""
 
     cases: tuple[str, ...] = CASES
     dtypes: tuple[str, ...] = BENCH_DTYPES
@@ -78,13 +92,35 @@ class BenchmarkOptions:
     timeout: float = 1800.0
     rounds: int = 1
     onednn_off_path: bool = False
+    runtimes: tuple[str, ...] | None = None
+
+
+def _installed(modules: tuple[str, ...]) -> bool:
+    return all(importlib.util.find_spec(m) for m in modules)
 
 
 def installed_peers() -> tuple[str, ...]:
-    return tuple(p for p in PEERS if all(importlib.util.find_spec(m) for m in PEER_MODULES[p]))
+    return tuple(p for p in PEERS if _installed(PEER_MODULES[p]))
 
 
-def _validate(options: BenchmarkOptions) -> tuple[str, ...]:
+def _validate_runtimes(options: BenchmarkOptions) -> tuple[str, ...]:
+    """The runtimes to measure besides TensorFlow (ConfigError for unknown or missing ones)."""
+    if options.runtimes is None:
+        return tuple(r for r in RUNTIME_SYSTEMS if _installed(RUNTIME_MODULES[r]))
+    for runtime in options.runtimes:
+        if runtime == "tf":
+            continue
+        if runtime not in RUNTIME_SYSTEMS:
+            raise ConfigError(
+                f"unknown runtime {runtime!r}; known: tf, {', '.join(RUNTIME_SYSTEMS)}"
+            )
+        if not _installed(RUNTIME_MODULES[runtime]):
+            raise ConfigError(f"runtime {runtime!r} is not installed: {RUNTIME_HINTS[runtime]}")
+    return tuple(r for r in options.runtimes if r != "tf")
+
+
+def _validate(options: BenchmarkOptions) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(peers, runtimes) to measure; ConfigError for any bad option, before anything runs."""
     for case in options.cases:
         if case not in CASES:
             raise ConfigError(f"--cases: unknown case {case!r}; known: {', '.join(CASES)}")
@@ -102,27 +138,33 @@ def _validate(options: BenchmarkOptions) -> tuple[str, ...]:
             raise ConfigError(f"{flag} must be >= {least}, got {value}")
     if options.hf_bf16 not in ("best", "cast", "autocast"):
         raise ConfigError(f"hf_bf16 {options.hf_bf16!r} is not best, cast or autocast")
+    runtimes = _validate_runtimes(options)
     if options.peers is None:
-        return installed_peers()
+        return installed_peers(), runtimes
     available = installed_peers()
     for peer in options.peers:
         if peer not in PEERS:
             raise ConfigError(f"unknown peer {peer!r}; known: {', '.join(PEERS)}")
         if peer not in available:
             raise ConfigError(f"peer {peer!r} is not installed: {INSTALL_HINTS[peer]}")
-    return tuple(options.peers)
+    return tuple(options.peers), runtimes
 
 
-def plan_jobs(options: BenchmarkOptions, peers: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Every (system, dtype, case) to measure: matmul first, then ours and each peer."""
-    systems = [*MATMUL_BACKENDS, OURS, *peers]
+def plan_jobs(
+    options: BenchmarkOptions, peers: tuple[str, ...], runtimes: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """Every (system, dtype, case) to measure: matmul first, then ours (TensorFlow, then each
+    runtime's systems) and each peer, in the dtypes each system runs."""
+    ours = [] if options.runtimes and "tf" not in options.runtimes else [OURS]
+    ours += [system for runtime in runtimes for system in RUNTIME_SYSTEMS[runtime]]
+    systems = [*MATMUL_BACKENDS, *ours, *peers]
     have_torch = "hf" in peers
     jobs = []
     for case in sorted(options.cases, key=lambda c: c != "matmul"):
         for system in systems:
             if system not in SUPPORTED[case] or (system == "torch" and not have_torch):
                 continue
-            for dtype in options.dtypes:
+            for dtype in (d for d in options.dtypes if d in system_dtypes(system)):
                 # The matmul and latency steps are short: more of them for a stable figure.
                 iters = options.latency_iters if case in ("latency", "matmul") else options.iters
                 job = dict(system=system, dtype=dtype, case=case)
@@ -139,6 +181,8 @@ def plan_jobs(options: BenchmarkOptions, peers: tuple[str, ...]) -> list[dict[st
 
 def _group(job: dict[str, Any]) -> str:
     """Jobs that may share a process: ours runs alone, as its oneDNN setting may differ."""
+    if job["system"] in (*OUR_RUNTIMES, "ort"):
+        return "runtime"
     return {"hf": "torch", "torch": "torch", "kerashub": "keras3", OURS: OURS}.get(
         job["system"], "tf"
     )
@@ -152,26 +196,50 @@ def worker_environment(systems: set[str], onednn_off_path: bool) -> dict[str, st
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "kerashub" in systems:
         env["KERAS_BACKEND"] = "tensorflow"
-    if systems == {OURS}:
+    if systems <= {OURS, *OUR_RUNTIMES}:
         use_onednn_choice(env)
     elif onednn_off_path:
         env[ONEDNN_VARIABLE] = "0"
     return env
 
 
-def _run_worker(jobs: list[dict[str, Any]], options: BenchmarkOptions) -> list[dict[str, Any]]:
-    spec = dict(
-        jobs=jobs,
+def _worker_spec(options: BenchmarkOptions, files: str) -> dict[str, Any]:
+    return dict(
         tiny=options.tiny,
         intra_threads=options.intra_threads,
         inter_threads=options.inter_threads,
+        files=files,
     )
+
+
+def _run_worker(
+    jobs: list[dict[str, Any]], options: BenchmarkOptions, files: str
+) -> list[dict[str, Any]]:
+    spec = dict(_worker_spec(options, files), jobs=jobs)
     env = worker_environment({job["system"] for job in jobs}, options.onednn_off_path)
     cmd = [sys.executable, "-m", "albert_tf.benchmarking.worker", json.dumps(spec)]
     try:
         return run_marked(cmd, env, options.timeout)
     except RuntimeError as e:
         return [{**_job_key(job), "times": [], "error": str(e)} for job in jobs]
+
+
+def _prepare_files(
+    systems: list[str], options: BenchmarkOptions, files: str
+) -> dict[str, dict[str, Any]]:
+    """Exports the runtime systems' files into `files`, one worker process per system (each
+    imports only what its export needs); {system: {"info": ..., "error": ...}}."""
+    prepared = {}
+    for system in systems:
+        spec = dict(_worker_spec(options, files), prepare=[system])
+        env = worker_environment({system}, options.onednn_off_path)
+        cmd = [sys.executable, "-m", "albert_tf.benchmarking.worker", json.dumps(spec)]
+        try:
+            (result,) = run_marked(cmd, env, options.timeout)
+        except RuntimeError as e:
+            result = {"system": system, "info": None, "error": f"export failed: {e}"}
+        prepared[system] = result
+    return prepared
 
 
 def _job_key(job: dict[str, Any]) -> dict[str, Any]:
@@ -218,8 +286,19 @@ def run_benchmark(
     Raises ConfigError for bad options before anything runs. `progress(done, total, text)` is
     called before each worker process starts and once more when all are done.
     """
-    peers = _validate(options)
-    jobs = plan_jobs(options, peers)
+    peers, runtimes = _validate(options)
+    jobs = plan_jobs(options, peers, runtimes)
+    with tempfile.TemporaryDirectory(prefix="albert-tf-benchmark-") as files:
+        return _run_planned(jobs, options, peers, files, progress)
+
+
+def _run_planned(
+    jobs: list[dict[str, Any]],
+    options: BenchmarkOptions,
+    peers: tuple[str, ...],
+    files: str,
+    progress: Callable[[int, int, str], None] | None,
+) -> dict[str, Any]:
     if options.isolate:
         batches = [[job] for job in jobs]
     else:
@@ -228,16 +307,33 @@ def run_benchmark(
             groups.setdefault(_group(job), []).append(job)
         batches = list(groups.values())
     batches = batches * options.rounds
-    results = []
-    for done, batch in enumerate(batches):
+    exporter = {job["system"]: EXPORTED_BY.get(job["system"], job["system"]) for job in jobs}
+    to_export = [s for s in (*OUR_RUNTIMES, "ort") if s in exporter.values()]
+    start = 1 if to_export else 0  # the export counts as one step of the progress bar
+    total = len(batches) + start
+    if to_export and progress:
+        progress(0, total, "exporting " + ", ".join(to_export))
+    exports = _prepare_files(to_export, options, files)
+    # A system whose files could not be made is reported once per job, not run.
+    failed = {s: e["error"] for s, e in exports.items() if e["error"]}
+    results = [
+        {**_job_key(job), "times": [], "error": failed[exporter[job["system"]]]}
+        for job in jobs
+        if exporter[job["system"]] in failed
+    ]
+    for done, batch in enumerate(batches, start):
+        batch = [job for job in batch if exporter[job["system"]] not in failed]
         if progress:
             text = ", ".join(f"{j['system']} {j['dtype']} {j['case']}" for j in batch)
-            progress(done, len(batches), text)
-        results.extend(_run_worker(batch, options))
+            progress(done, total, text)
+        if batch:
+            results.extend(_run_worker(batch, options, files))
     if progress:
-        progress(len(batches), len(batches), "done")
+        progress(total, total, "done")
     records = build_records(_pick_hf_bf16(merge_rounds(results)), options.tiny)
-    return {"meta": _meta(options, peers), "records": records}
+    meta = _meta(options, peers)
+    meta["exports"] = {s: e["info"] for s, e in exports.items() if e["info"]}
+    return {"meta": meta, "records": records}
 
 
 def _meta(options: BenchmarkOptions, peers: tuple[str, ...]) -> dict[str, Any]:
@@ -251,6 +347,9 @@ def _meta(options: BenchmarkOptions, peers: tuple[str, ...]) -> dict[str, Any]:
         "torch",
         "transformers",
         "keras-hub",
+        "onnx",
+        "onnxruntime",
+        "ai-edge-litert",
     ):
         try:
             from importlib.metadata import version
@@ -350,9 +449,37 @@ def build_records(results: list[dict[str, Any]], tiny: bool) -> list[dict[str, A
     return records
 
 
+_LOWER_IS_BETTER = ("latency", "peak_rss_delta")
+
+
+def _better(metric: str, a: float, b: float) -> bool:
+    return a < b if metric in _LOWER_IS_BETTER else a > b
+
+
+def reference_systems(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """{(dtype, case, metric): the system peers are compared with}: ours (TensorFlow) where it
+    has a value, else the best of our runtime systems (int8: our fastest int8 path)."""
+    best: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in records:
+        key = (r["dtype"], r["case"], r["metric"])
+        if r["value"] is None or r["system"] not in (OURS, *OUR_RUNTIMES):
+            continue
+        old = best.get(key)
+        if (
+            old is None
+            or (r["system"] == OURS) > (old["system"] == OURS)
+            or (old["system"] != OURS and _better(r["metric"], r["value"], old["value"]))
+        ):
+            best[key] = r
+    return {key: r["system"] for key, r in best.items()}
+
+
 def _add_ratios(records: list[dict[str, Any]]) -> None:
+    reference = reference_systems(records)
     ours = {
-        (r["dtype"], r["case"], r["metric"]): r["value"] for r in records if r["system"] == OURS
+        (r["dtype"], r["case"], r["metric"]): r["value"]
+        for r in records
+        if reference.get((r["dtype"], r["case"], r["metric"])) == r["system"]
     }
     for r in records:
         our = ours.get((r["dtype"], r["case"], r["metric"]))
@@ -373,7 +500,6 @@ _ROW_ORDER = [
     ("latency", "peak_rss_delta"),
     ("train", "peak_rss_delta"),
 ]
-_LOWER_IS_BETTER = ("latency", "peak_rss_delta")
 
 
 def _fmt(value: float | None) -> str:
@@ -389,8 +515,9 @@ def _fmt(value: float | None) -> str:
 
 
 def machine_line(result: dict[str, Any]) -> str:
-    """What the figures ran on: CPU model, the flags that pick kernels, cores, and per system
-    whether its framework ran oneDNN kernels."""
+    """What the figures ran on: CPU model, the flags that pick kernels, cores, whether int8
+    dot-product instructions (VNNI, AMX) are there, and per system whether its framework ran
+    oneDNN kernels."""
     machine = result.get("meta", {}).get("machine") or {}
     flags = [f.upper() for f in machine.get("flags", [])]
     missing = [f.upper() for f in CPU_FLAGS if f.upper() not in flags]
@@ -399,10 +526,12 @@ def machine_line(result: dict[str, Any]) -> str:
         if r.get("onednn") is not None:
             onednn.setdefault(r["system"], r["onednn"])
     systems = ", ".join(f"{TITLES[s]} {'on' if on else 'off'}" for s, on in onednn.items())
+    int8 = [f.upper() for f in INT8_FLAGS if f.upper() in flags]
     return (
         f"CPU: {machine.get('model', 'unknown')}, {machine.get('cores')} cores; "
         f"{' '.join(flags) or 'none of the listed flags'}"
         + (f" (no {' '.join(missing)})" if missing else "")
+        + f". int8 dot-product instructions: {' '.join(int8) or 'none (no VNNI, no AMX)'}"
         + (f". oneDNN: {systems}" if systems else "")
         + (
             " (oneDNN-off path: TensorFlow peers ran with TF_ENABLE_ONEDNN_OPTS=0)"
@@ -413,11 +542,23 @@ def machine_line(result: dict[str, Any]) -> str:
     )
 
 
+def _export_note(info: dict[str, Any]) -> str:
+    note = info["made_by"]
+    for key, cosine in info.items():
+        if key.endswith("_pooled_cosine"):
+            note += f"; {key.removesuffix('_pooled_cosine')} pooled-output cosine to float32 "
+            note += f">= {cosine:.4f}"
+    if info.get("fused_ops"):
+        note += "; fused: " + ", ".join(f"{k} {v}" for k, v in info["fused_ops"].items())
+    return note
+
+
 def render_table(result: dict[str, Any]) -> str:
     """A markdown table: one row per (case, metric, dtype), one column per system; peer cells
-    show how many times better ours is ("ours 1.4x": faster, lower latency or less memory)."""
+    show how many times better ours is ("ours 1.4x": faster, lower latency or less memory),
+    where "ours" is `reference_systems`' choice: TensorFlow, or our fastest int8 system."""
     records = result["records"]
-    systems = [s for s in (OURS, *PEERS) if any(r["system"] == s for r in records)]
+    systems = [s for s in SYSTEMS if any(r["system"] == s for r in records)]
     index = {(r["system"], r["dtype"], r["case"], r["metric"]): r for r in records}
     lines = [
         "| case | metric | dtype | " + " | ".join(TITLES[s] for s in systems) + " |",
@@ -438,7 +579,7 @@ def render_table(result: dict[str, Any]) -> str:
                     continue
                 cell = _fmt(r["value"])
                 ratio = r.get("ratio_to_ours")
-                if r["system"] != OURS and ratio:
+                if r["system"] in PEERS and ratio:
                     advantage = ratio if metric in _LOWER_IS_BETTER else 1.0 / ratio
                     cell += f" (ours {advantage:.2f}x)"
                 cells.append(cell)
@@ -450,6 +591,13 @@ def render_table(result: dict[str, Any]) -> str:
         lines.append("")
         lines.append(f"Machine matmul at the FFN shape ({matmul[0]['note']}): " + "; ".join(parts))
     lines += ["", machine_line(result)]
+    for (dtype, case, metric), system in reference_systems(records).items():
+        if system != OURS and metric in ("throughput", "latency") and (case, metric) in _ROW_ORDER:
+            lines.append(
+                f"{dtype} {case} {metric}: peers compared with our best, {TITLES[system]}."
+            )
+    for system, info in result.get("meta", {}).get("exports", {}).items():
+        lines.append(f"{TITLES[system]}: {_export_note(info)}")
     errors = [r for r in records if r.get("error")]
     for r in errors:
         lines.append(f"- {TITLES[r['system']]} {r['dtype']} {r['case']}: {r['error']}")

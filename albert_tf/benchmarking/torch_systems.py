@@ -29,7 +29,7 @@ def onednn_in_use() -> bool:
     return bool(torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled)
 
 
-def _hf_config(config: AlbertConfig):
+def hf_config(config: AlbertConfig):
     import transformers
 
     return transformers.AlbertConfig(
@@ -72,7 +72,7 @@ def build_hf(
         token_type_ids=t["input_type_ids"].long(),
     )
     if case != "train":
-        model = transformers.AlbertModel(_hf_config(config)).eval()
+        model = transformers.AlbertModel(hf_config(config)).eval()
         cast = bf16 and bf16_mode == "cast"
         if cast:
             model = model.to(torch.bfloat16)
@@ -87,7 +87,7 @@ def build_hf(
 
         return step, note
 
-    model = transformers.AlbertForPreTraining(_hf_config(config)).train()
+    model = transformers.AlbertForPreTraining(hf_config(config)).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     positions = t["masked_lm_positions"].long()
     mlm_ids = t["masked_lm_ids"].long()

@@ -1,11 +1,15 @@
 """One benchmark process: `python -m albert_tf.benchmarking.worker '<json>'`.
 
 The JSON holds `jobs` (a list of dicts with system, dtype, case, warmup, iters, and for HF
-`hf_bf16`), `tiny`, `intra_threads` and `inter_threads`. Each job builds its system, runs
-`warmup` untimed and `iters` timed steps, and reports its step times and the growth of the
-process's peak RSS. The last stdout line is `RESULT_MARKER` followed by a JSON list of results
-(system, dtype, case, times [s], peak_rss_delta_mib, note, error, and onednn: whether the
-system's framework ran its oneDNN kernels in this process).
+`hf_bf16`), `tiny`, `intra_threads`, `inter_threads` and `files` (the directory of the runtime
+systems' exported files). Each job builds its system, runs `warmup` untimed and `iters` timed
+steps, and reports its step times and the growth of the process's peak RSS. The last stdout line
+is `RESULT_MARKER` followed by a JSON list of results (system, dtype, case, times [s],
+peak_rss_delta_mib, note, error, and onednn: whether the system's framework ran its oneDNN
+kernels in this process; None for ONNX Runtime and LiteRT, which do not use oneDNN).
+
+With `prepare` (a list of runtime systems) instead of `jobs`, the worker writes those systems'
+exported files into `files` and reports each system's info or error.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ import subprocess
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
-from albert_tf.benchmarking.cases import benchmark_config, case_shape
+from albert_tf.benchmarking.cases import OUR_RUNTIMES, benchmark_config, case_shape
 
 RESULT_MARKER = "@@BENCHMARK_RESULT "
 TORCH_SYSTEMS = ("hf", "torch")
+RUNTIME_SYSTEMS = (*OUR_RUNTIMES, "ort")
 
 
 def _rss_bytes() -> int:
@@ -70,12 +76,21 @@ _IMPORTS = {
     "tfm": ("tf_keras", "official.nlp.modeling", "albert_tf.pretraining.losses"),
     "kerashub": ("keras", "keras_hub"),
     "hf": ("transformers", "transformers.models.albert.modeling_albert"),
+    "ours_tflite": ("ai_edge_litert.interpreter",),
+    "ours_onnx": ("onnxruntime",),
+    "ours_onnx_static": ("onnxruntime",),
+    "ort": ("onnxruntime",),
 }
 
 
-def _build(job: dict[str, Any], tiny: bool) -> tuple[Any, str]:
+def _build(job: dict[str, Any], spec: dict[str, Any]) -> tuple[Any, str]:
     system, dtype, case = job["system"], job["dtype"], job["case"]
-    config, shape = benchmark_config(tiny), case_shape(case, tiny)
+    config, shape = benchmark_config(spec["tiny"]), case_shape(case, spec["tiny"])
+    if system in RUNTIME_SYSTEMS:
+        from albert_tf.benchmarking import runtime_systems
+
+        files = Path(spec["files"])
+        return runtime_systems.build(system, config, dtype, shape, files, spec["intra_threads"])
     if system in TORCH_SYSTEMS:
         from albert_tf.benchmarking import torch_systems
 
@@ -94,7 +109,7 @@ def _build(job: dict[str, Any], tiny: bool) -> tuple[Any, str]:
     return builder(config, dtype, case, shape)
 
 
-def run_job(job: dict[str, Any], tiny: bool) -> dict[str, Any]:
+def run_job(job: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     """Builds and times one job; any exception becomes the result's `error`."""
     result = {k: job[k] for k in ("system", "dtype", "case")}
     result.update(times=[], peak_rss_delta_mib=None, note="", error=None)
@@ -106,7 +121,7 @@ def run_job(job: dict[str, Any], tiny: bool) -> dict[str, Any]:
         return result
     baseline = max(_rss_bytes(), _peak_rss_bytes())
     try:
-        step, note = _build(job, tiny)
+        step, note = _build(job, spec)
         result["note"] = note
         result["times"] = time_steps(step, job["warmup"], job["iters"])
     except Exception as e:  # reported per job, so one failing system does not stop the run
@@ -116,16 +131,41 @@ def run_job(job: dict[str, Any], tiny: bool) -> dict[str, Any]:
     return result
 
 
+def prepare(systems: list[str], spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Writes each runtime system's exported files; its info, or the error that stopped it."""
+    from albert_tf.benchmarking import runtime_systems
+
+    config = benchmark_config(spec["tiny"])
+    seq_length = case_shape("inference", spec["tiny"]).seq
+    results = []
+    for system in systems:
+        try:
+            info = runtime_systems.prepare(system, config, seq_length, Path(spec["files"]))
+            results.append({"system": system, "info": info, "error": None})
+        except Exception as e:  # reported, so the other systems still run
+            traceback.print_exc(file=sys.stderr)
+            error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+            results.append({"system": system, "info": None, "error": error})
+    return results
+
+
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[1])
+    if "prepare" in spec:
+        print(RESULT_MARKER + json.dumps(prepare(spec["prepare"], spec)), flush=True)
+        return 0
     jobs = spec["jobs"]
+    onednn = None  # ONNX Runtime and LiteRT run their own kernels (MLAS, XNNPACK)
     if any(job["system"] in TORCH_SYSTEMS for job in jobs):
         from albert_tf.benchmarking import torch_systems as backend
-    else:
+    elif not all(job["system"] in RUNTIME_SYSTEMS for job in jobs):
         from albert_tf.benchmarking import tf_systems as backend
-    backend.configure_threads(spec["intra_threads"], spec["inter_threads"])
-    onednn = backend.onednn_in_use()
-    results = [{**run_job(job, spec["tiny"]), "onednn": onednn} for job in jobs]
+    else:
+        backend = None
+    if backend is not None:
+        backend.configure_threads(spec["intra_threads"], spec["inter_threads"])
+        onednn = backend.onednn_in_use()
+    results = [{**run_job(job, spec), "onednn": onednn} for job in jobs]
     print(RESULT_MARKER + json.dumps(results), flush=True)
     return 0
 

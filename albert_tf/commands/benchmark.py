@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 
-HELP = "Benchmark inference, latency and training against tf-models-official, HF and keras-hub."
+HELP = (
+    "Benchmark inference, latency and training against tf-models-official, HF, keras-hub "
+    "and ONNX Runtime on HF's model."
+)
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -23,14 +26,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dtype",
         default="auto",
-        choices=("auto", "float32", "bfloat16", "all"),
-        help="compute dtype; auto picks the fastest accurate one for this machine (default)",
+        choices=("auto", "float32", "bfloat16", "int8", "all"),
+        help="compute dtype; auto picks the fastest accurate float one for this machine "
+        "(default); int8 runs the int8 exports (ONNX, TFLite) and the ORT peer's; all: every one",
     )
     parser.add_argument(
         "--peers",
         type=_csv,
         default=None,
-        help="comma-separated subset of tfm,hf,kerashub (default: every installed peer)",
+        help="comma-separated subset of tfm,hf,kerashub,ort (default: every installed peer)",
+    )
+    parser.add_argument(
+        "--runtimes",
+        type=_csv,
+        default=None,
+        help="comma-separated subset of tf,onnx,tflite: the runtimes our encoder runs in "
+        "(as with `albert-tf predict --runtime`; default: every installed one)",
     )
     parser.add_argument("--tiny", action="store_true", help="tiny config, 1 step: a smoke test")
     parser.add_argument("--json", metavar="PATH", help="also write the records as JSON here")
@@ -72,12 +83,16 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from albert_tf.benchmarking import BenchmarkOptions, render_table, run_benchmark
+    from albert_tf.benchmarking.cases import BENCH_DTYPES
     from albert_tf.dtypes import resolve_dtype
     from albert_tf.io_utils import atomic_file, check_output_file
 
     if args.json:  # before minutes of benchmarking, not after
         check_output_file(args.json, args.overwrite, "--json")
-    dtypes = ("float32", "bfloat16") if args.dtype == "all" else (resolve_dtype(args.dtype),)
+    if args.dtype == "all":
+        dtypes = BENCH_DTYPES
+    else:
+        dtypes = (args.dtype if args.dtype == "int8" else resolve_dtype(args.dtype),)
     options = BenchmarkOptions(
         cases=args.cases,
         dtypes=dtypes,
@@ -90,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         isolate=not (args.no_isolate or args.tiny),
         rounds=args.rounds,
         onednn_off_path=args.onednn_off_path,
+        runtimes=args.runtimes,
     )
     if args.threads is not None:
         options.intra_threads = args.threads

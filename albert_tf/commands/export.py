@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite."
+HELP = (
+    "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite "
+    "and ONNX."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SentencePiece model for preprocess/ (default: spm.model in --checkpoint); "
         "without --checkpoint only preprocess/ is written",
     )
-    parser.add_argument("--output", required=True, metavar="DIR", help="directory to write")
+    parser.add_argument("--output", metavar="DIR", help="directory to write (not with --finetuned)")
     parser.add_argument(
         "--seq-length",
         type=int,
@@ -29,10 +32,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write tflite/encoder_float32.tflite and tflite/encoder_int8.tflite",
     )
     parser.add_argument(
+        "--onnx",
+        action="store_true",
+        help="also write onnx/: encoder.onnx (float32), encoder_int8.onnx, "
+        "encoder_int8_static.onnx and, with a SentencePiece model, raw-string models; "
+        'needs pip install -e ".[onnx]"',
+    )
+    parser.add_argument(
         "--no-lower-case",
         dest="do_lower_case",
         action="store_false",
         help="do not lowercase text in preprocess/ (for cased models)",
+    )
+    parser.add_argument(
+        "--finetuned",
+        metavar="DIR",
+        help="instead: with --onnx, write the raw-string classifier of a `finetune` output "
+        "to DIR/onnx/ (classifier.onnx, classifier_int8.onnx), beside DIR/serving/",
     )
     parser.add_argument(
         "--from-hub",
@@ -43,14 +59,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.onnx:
+        # First: the missing extra is one line, and onnxruntime-extensions must load before
+        # TensorFlow (see export.onnx).
+        import export.onnx  # noqa: F401
     from albert_tf.errors import ExportError
     from albert_tf.io_utils import check_output_path
 
+    if args.finetuned:
+        if not args.onnx or args.output or args.checkpoint or args.from_hub or args.tflite:
+            raise ExportError(
+                "--finetuned DIR takes --onnx and writes DIR/onnx/: no --output, --checkpoint, "
+                "--from-hub or --tflite"
+            )
+        from export.onnx import export_classifier_onnx
+
+        report = export_classifier_onnx(args.finetuned)
+        print(f"wrote {args.finetuned}/onnx: fused {report['fused_ops']}")
+        for name, agreement in report["against_serving"].items():
+            print(
+                f"  {name}: labels equal to serving/ on {agreement['label_agreement']:.1%} of "
+                f"the probe texts, probabilities within {agreement['probabilities_max_abs_diff']:.1e}"
+            )
+        return 0
+    if not args.output:
+        raise ExportError("--output is required")
     check_output_path(args.output, args.overwrite)
     if args.from_hub:
-        if args.checkpoint or args.sp_model or args.tflite:
+        if args.checkpoint or args.sp_model or args.tflite or args.onnx:
             raise ExportError(
-                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite"
+                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx"
             )
         from export.load import hub_to_checkpoint_dir
 
@@ -67,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         tflite=args.tflite,
         overwrite=args.overwrite,
         do_lower_case=args.do_lower_case,
+        onnx=args.onnx,
     )
     if bundle.encoder:
         mlm = "with .mlm" if bundle.has_mlm else "without .mlm (no MLM head in the checkpoint)"
@@ -82,5 +121,13 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"  {kind}: {report[f'{kind}_bytes']:,} B, pooled_output cosine similarity "
                 f"to the SavedModel >= {report[f'{kind}_pooled_cosine']:.6f}"
+            )
+    if bundle.onnx_report:
+        print(f"wrote {bundle.onnx}: fused {bundle.onnx_report['fused_ops']}")
+        for kind, accuracy in bundle.onnx_report["accuracy"].items():
+            print(
+                f"  {kind}: pooled_output cosine similarity to the SavedModel >= "
+                f"{accuracy['pooled_min_cosine']:.6f}, max |diff| "
+                f"{accuracy['sequence_max_abs_diff']:.2e}"
             )
     return 0

@@ -20,6 +20,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--runtime",
+        default="tf",
+        choices=("tf", "onnx", "tflite"),
+        help="tf: the checkpoint in TensorFlow (default); onnx: the encoder exported to int8 "
+        "ONNX, run by ONNX Runtime (needs the onnx extra); tflite: the encoder exported to "
+        "int8 TFLite, run by LiteRT's XNNPACK kernels. The encoder is exported at start-up; "
+        "tokenization, windows and the task head are the same for all three",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     from albert_tf.errors import ConfigError, DataError
     from albert_tf.finetune.predict import load_finetuned, predict_file
+    from albert_tf.finetune.runtimes import check_runtime, runtime_encoder
     from albert_tf.io_utils import atomic_file, check_output_file
 
     # Every argument is checked before the model loads (and long before anything is written).
@@ -38,8 +48,14 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(f"--input {args.input} does not exist")
     if args.output:
         check_output_file(args.output, args.overwrite, "--output")
+    if args.runtime != "tf":
+        check_runtime(args.runtime)  # a missing extra is named before the model loads
     finetuned = load_finetuned(args.model)
-    records, scores, task_data = predict_file(finetuned, args.input, args.batch_size)
+    encoder = None
+    if args.runtime != "tf":
+        seq_length = finetuned.settings.max_seq_length
+        encoder = runtime_encoder(finetuned.model.encoder, args.runtime, seq_length)
+    records, scores, task_data = predict_file(finetuned, args.input, args.batch_size, encoder)
     for what, count in task_data.skipped.items():
         print(f"{args.input}: {count} {what}", file=sys.stderr)
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

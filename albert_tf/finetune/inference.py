@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.finetune.models import TaskModel
+from albert_tf.finetune.tasks.base import INPUT_NAMES
 from albert_tf.layers.fused import fused_cpu_inference
 
 
 def batched_outputs(
-    model: TaskModel, inputs: dict[str, np.ndarray], batch_size: int
+    model: TaskModel, inputs: dict[str, np.ndarray], batch_size: int, encoder: Any = None
 ) -> dict[str, np.ndarray]:
     """Runs `model` (inference mode) over `inputs` in batches; concatenated numpy outputs.
 
     The last batch is padded to `batch_size` so one traced function serves every batch. The
-    function is traced with oneDNN's fused CPU kernels where they are available.
+    function is traced with oneDNN's fused CPU kernels where they are available. With `encoder`
+    (a `finetune.runtimes.RuntimeEncoder`), the task's forward pass runs eagerly around that
+    encoder instead of the model's own.
     """
-    call = getattr(model, "_inference_function", None)
-    if call is None:
-        call = model._inference_function = tf.function(lambda x: model(x, training=False))
+    if encoder is not None:
+
+        def call(batch: dict[str, np.ndarray]) -> dict[str, tf.Tensor]:
+            features = {name: tf.constant(batch[name], tf.int32) for name in INPUT_NAMES}
+            return model.task.forward(encoder, model.task_head, features, False)
+
+    else:
+        call = getattr(model, "_inference_function", None)
+        if call is None:
+            call = model._inference_function = tf.function(lambda x: model(x, training=False))
     pieces: dict[str, list[np.ndarray]] = {}
     count = len(next(iter(inputs.values())))
     with fused_cpu_inference():

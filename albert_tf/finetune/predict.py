@@ -6,6 +6,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import tensorflow as tf
 
@@ -89,12 +90,15 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
 
 
 def predict_file(
-    finetuned: FinetunedModel, input_path: str, batch_size: int = 64
+    finetuned: FinetunedModel, input_path: str, batch_size: int = 64, encoder: Any = None
 ) -> tuple[list[dict], dict[str, float] | None, TaskData]:
     """Prediction records of every example in `input_path` (same formats as training; labels
-    optional) and the metrics when the file carries labels (None otherwise)."""
+    optional) and the metrics when the file carries labels (None otherwise). `encoder`: the
+    model's encoder on another runtime (`finetune.runtimes.runtime_encoder`), None for
+    TensorFlow."""
     task = finetuned.task
     task_data = task.load(input_path, finetuned.tokenizer, training=False, require_labels=False)
-    records = task.decode(batched_outputs(finetuned.model, task_data.inputs, batch_size), task_data)
+    outputs = batched_outputs(finetuned.model, task_data.inputs, batch_size, encoder)
+    records = task.decode(outputs, task_data)
     scores = task.evaluate(records, task_data) if task.has_labels(task_data) else None
     return records, scores, task_data

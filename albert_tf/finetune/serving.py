@@ -1,8 +1,8 @@
 """Serving SavedModel of a fine-tuned task: raw strings in, labels and probabilities out.
 
 Preprocessing runs inside the graph (`preprocess.graph_tokenizer.GraphTokenizer`, round-robin
-trimming and packing from tensorflow_text, and for long texts the windows of
-`finetune.windows`), so `tf.saved_model.load(path).signatures["serving_default"]` (and TF
+trimming and packing by the preprocessing SavedModel's `bert_pack_inputs`, and for long texts
+the windows of `finetune.windows`), so `tf.saved_model.load(path).signatures["serving_default"]` (and TF
 Serving) need only `import tensorflow_text`. Each task's `serving_function` documents its
 signature: classify `text` (+ `text_pair`) -> `label`, `label_id`, `probabilities`, `logits`;
 regress -> `prediction`; multiple-choice `context`, `question`, `options` -> `label`,
@@ -21,6 +21,7 @@ import tensorflow_text as tf_text
 from albert_tf.finetune.models import TaskModel
 from albert_tf.io_utils import atomic_dir
 from preprocess.graph_tokenizer import GraphTokenizer
+from preprocess.preprocess_model import bert_pack_inputs
 from preprocess.tokenizer import AlbertTokenizer
 
 
@@ -47,19 +48,11 @@ class ServingModule(tf.Module):
 def pack_segments(
     segments: list[tf.RaggedTensor], tokenizer: GraphTokenizer, length: int
 ) -> dict[str, tf.Tensor]:
-    """[CLS] A [SEP] (B [SEP]) with round-robin trimming, padded: int32 [B, length] each."""
-    budget = length - 1 - len(segments)
-    trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
-    ids, types = tf_text.combine_segments(
-        trimmed, start_of_sequence_id=tokenizer.cls_id, end_of_segment_id=tokenizer.sep_id
+    """[CLS] A [SEP] (B [SEP]) with round-robin trimming, padded: int32 [B, length] each;
+    `bert_pack_inputs` (the preprocessing SavedModel's packing) with `tokenizer`'s ids."""
+    return bert_pack_inputs(
+        segments, length, tokenizer.cls_id, tokenizer.sep_id, padding_id=tokenizer.pad_id
     )
-    word_ids, mask = tf_text.pad_model_inputs(ids, length, pad_value=tokenizer.pad_id)
-    type_ids, _ = tf_text.pad_model_inputs(types, length, pad_value=0)
-    return {
-        "input_word_ids": tf.cast(word_ids, tf.int32),
-        "input_mask": tf.cast(mask, tf.int32),
-        "input_type_ids": tf.cast(type_ids, tf.int32),
-    }
 
 
 def export_serving_model(

@@ -1,0 +1,181 @@
+"""A fine-tuned classifier as raw-string ONNX models beside its `serving/` SavedModel.
+
+`export_classifier_onnx(finetuned_dir)` writes `finetuned_dir/onnx/`:
+
+- `classifier.onnx` (float32 encoder) and `classifier_int8.onnx` (ONNX Runtime's fusions and
+  dynamic int8 on the encoder; the head stays float32): input `text` (and `text_pair` for
+  pair tasks) strings [B]; outputs as `serving/`'s signature: `label` string [B], `label_id`
+  int32 [B], `probabilities` float32 [B, L], `logits` float32 [B, L];
+- `report.json`: how each file agrees with `serving/` on probe text (labels equal, largest
+  probability difference) and the fused operators.
+
+Tokenization and packing are `export.onnx.text`'s, at the model's `max_seq_length`. A model
+fine-tuned with `--max-windows` above 1 reads long texts as several windows, which these graphs
+do not do: its export is refused (ExportError) rather than written to disagree with `serving/`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from albert_tf.errors import ExportError
+from albert_tf.io_utils import atomic_dir
+from export.onnx import optimize
+from export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
+from export.onnx.text import TEXT_INPUTS, preprocess_graph, with_preprocess
+from export.onnx.writer import REPORT, run, session
+
+CLASSIFIER_FILES = {"float32": "classifier.onnx", "int8": "classifier_int8.onnx"}
+SERVING_OUTPUTS = ("label", "label_id", "probabilities", "logits")
+
+
+def head_graph(dense: Any, labels: list[str], hidden_size: int) -> onnx.ModelProto:
+    """`pooled_output` float32 [B, H] -> `logits`, `probabilities` [B, L], `label_id` int32
+    [B], `label` string [B] (argmax; labels as `serving/` names them)."""
+    g = GraphBuilder()
+    logits = g.node(
+        "Add",
+        [g.node("MatMul", ["pooled_output", g.weight(dense.kernel)], "head"), g.weight(dense.bias)],
+        "head",
+    )
+    probabilities = g.node("Softmax", [logits], "head", axis=-1)
+    label_id = g.node("ArgMax", [logits], "head", axis=-1, keepdims=0)  # int64 [B]
+    names = g.constant("head/labels", np.array(labels or [""], dtype=object), object)
+    label = g.node("Gather", [names, label_id], "head")
+    for name, value in (
+        ("logits", logits),
+        ("probabilities", probabilities),
+        ("label_id", g.node("Cast", [label_id], "head", to=TensorProto.INT32)),
+        ("label", label),
+    ):
+        g.nodes.append(helper.make_node("Identity", [value], [name], name=name))
+    num_labels = int(dense.kernel.shape[1])
+    graph = helper.make_graph(
+        g.nodes,
+        "albert_classifier_head",
+        [helper.make_tensor_value_info("pooled_output", TensorProto.FLOAT, ["batch", hidden_size])],
+        [
+            helper.make_tensor_value_info("label", TensorProto.STRING, ["batch"]),
+            helper.make_tensor_value_info("label_id", TensorProto.INT32, ["batch"]),
+            helper.make_tensor_value_info(
+                "probabilities", TensorProto.FLOAT, ["batch", num_labels]
+            ),
+            helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", num_labels]),
+        ],
+        initializer=list(g.initializers.values()),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    return model
+
+
+def _classifier(text_model: onnx.ModelProto, head: onnx.ModelProto) -> onnx.ModelProto:
+    """`text_model` (strings -> encoder outputs and ids) feeding `head`: strings -> the
+    serving outputs."""
+    from onnx import compose
+
+    return compose.merge_models(
+        text_model,
+        compose.add_prefix(head, "head/", rename_inputs=False, rename_outputs=False),
+        io_map=[("pooled_output", "pooled_output")],
+        outputs=list(SERVING_OUTPUTS),
+    )
+
+
+def check_exportable(task: Any) -> None:
+    """ExportError unless `task` is a single-window classifier."""
+    settings = task.settings
+    if settings.task != "classify":
+        raise ExportError(
+            f"ONNX export of fine-tuned models covers classify tasks; this one is {settings.task}"
+        )
+    if settings.max_windows > 1:
+        raise ExportError(
+            f"this classifier reads long texts as up to {settings.max_windows} windows "
+            "(--max-windows), which the ONNX graphs do not: serve it from serving/"
+        )
+
+
+def probe_texts(num_segments: int) -> dict[str, np.ndarray]:
+    """A few dozen English sentences (pydoc help topics) as `text` (and `text_pair`)."""
+    from preprocess.corpus import pydoc_topic_documents
+
+    sentences = [s for _, doc in pydoc_topic_documents() for s in doc][:64]
+    inputs = {"text": np.array(sentences[:32], dtype=object)}
+    if num_segments == 2:
+        inputs["text_pair"] = np.array(sentences[32:64], dtype=object)
+    return inputs
+
+
+def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
+    """Writes `finetuned_dir/onnx/` (see the module docstring) atomically; returns the report.
+
+    Raises CheckpointError (not a fine-tuned model directory), ExportError (not a classifier,
+    or one that reads several windows).
+    """
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
+
+    from albert_tf.finetune.predict import load_finetuned
+
+    finetuned_dir = Path(finetuned_dir)
+    finetuned = load_finetuned(finetuned_dir)
+    check_exportable(finetuned.task)
+    settings = finetuned.task.settings
+    model = finetuned.model
+    config = model.encoder.config
+    num_segments = 2 if settings.has_pair else 1
+    preprocess = preprocess_graph(
+        finetuned.tokenizer.sp_model_path,
+        settings.max_seq_length,
+        finetuned.tokenizer.do_lower_case,
+        num_segments,
+    )
+    head = head_graph(model.task_head.dense, list(settings.labels or []), config.hidden_size)
+    float32 = encoder_graph(model.encoder)
+    fused = optimize.fuse(float32, config.num_attention_heads, config.hidden_size)
+    encoders = {"float32": float32, "int8": optimize.quantize_dynamic_int8(fused)}
+    files = {
+        CLASSIFIER_FILES[kind]: _classifier(with_preprocess(preprocess, encoder), head)
+        for kind, encoder in encoders.items()
+    }
+
+    inputs = probe_texts(num_segments)
+    serving_dir = finetuned_dir / "serving"
+    serving = tf.saved_model.load(str(serving_dir)).signatures["serving_default"]
+    expected = serving(**{k: tf.constant(v.astype(str)) for k, v in inputs.items()})
+    agreement = {}
+    for name, classifier in files.items():
+        got = run(session(classifier), inputs)
+        want_labels = [s.decode() for s in expected["label"].numpy()]
+        agreement[name] = dict(
+            labels_equal=got["label"].tolist() == want_labels,
+            label_agreement=float(np.mean(got["label"] == np.array(want_labels, dtype=object))),
+            probabilities_max_abs_diff=float(
+                np.abs(got["probabilities"] - expected["probabilities"].numpy()).max()
+            ),
+        )
+    report = {
+        "seq_length": settings.max_seq_length,
+        "inputs": list(TEXT_INPUTS[:num_segments]),
+        "labels": list(settings.labels or []),
+        "fused_ops": {
+            op: n for op, n in optimize.op_counts(fused).items() if op in optimize.FUSED_OPS
+        },
+        "against_serving": agreement,
+    }
+    with atomic_dir(finetuned_dir / "onnx", overwrite=True) as tmp:
+        sizes = {}
+        for name, classifier in files.items():
+            onnx.save(classifier, str(tmp / name))
+            sizes[name] = (tmp / name).stat().st_size
+        report["bytes"] = sizes
+        (tmp / REPORT).write_text(json.dumps(report, indent=2) + "\n")
+    return report

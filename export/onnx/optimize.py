@@ -1,0 +1,152 @@
+"""ONNX Runtime's fusions and int8 quantization of the encoder graph.
+
+`fuse` runs ONNX Runtime's transformer optimizer (`model_type="bert"`), which turns the
+canonical graph of `export.onnx.encoder` into EmbedLayerNormalization, Attention,
+SkipLayerNormalization and FastGelu nodes (com.microsoft operators, ONNX Runtime only).
+The optimizer gives every fused Attention node its own concatenated QKV weight, so layers that
+share a block would each carry a copy; `share_equal_initializers` folds byte-equal
+initializers back into one, which keeps ALBERT's cross-layer sharing in the file.
+
+`quantize_dynamic_int8` stores weights as int8 and quantizes activations per call;
+`quantize_static_int8` (QDQ) fixes activation scales from calibration batches.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+FUSED_OPS = (
+    "EmbedLayerNormalization",
+    "Attention",
+    "MultiHeadAttention",
+    "SkipLayerNormalization",
+    "FastGelu",
+    "BiasGelu",
+    "Gelu",
+    "LayerNormalization",
+)
+
+
+def share_equal_initializers(model: onnx.ModelProto) -> int:
+    """Points every use of a byte-equal duplicate initializer at the first one and removes the
+    duplicates, in place; returns how many were removed."""
+    graph = model.graph
+    first: dict[tuple, str] = {}
+    rename: dict[str, str] = {}
+    kept = []
+    for tensor in graph.initializer:
+        digest = hashlib.sha256(numpy_helper.to_array(tensor).tobytes()).hexdigest()
+        key = (tensor.data_type, tuple(tensor.dims), digest)
+        if key in first:
+            rename[tensor.name] = first[key]
+        else:
+            first[key] = tensor.name
+            kept.append(tensor)
+    if rename:
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+        for node in graph.node:
+            for i, name in enumerate(node.input):
+                if name in rename:
+                    node.input[i] = rename[name]
+    return len(rename)
+
+
+def op_counts(model: onnx.ModelProto) -> dict[str, int]:
+    """Node count per operator type (sorted by name)."""
+    return dict(sorted(collections.Counter(node.op_type for node in model.graph.node).items()))
+
+
+def fuse(model: onnx.ModelProto, num_heads: int, hidden_size: int) -> onnx.ModelProto:
+    """ONNX Runtime's BERT fusions on `model` (the python fusions only: `opt_level=0`, which
+    also keeps the graph free of the machine-specific layouts ORT's own passes write)."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    # The optimizer warns that the producer is not "pytorch"; the BERT fusions match our
+    # graph all the same (the counts land in report.json).
+    logging.getLogger("onnxruntime.transformers.optimizer").setLevel(logging.ERROR)
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)  # the optimizer rewrites the graph it is given
+    optimizer = optimize_model(
+        copy, model_type="bert", num_heads=num_heads, hidden_size=hidden_size, opt_level=0
+    )
+    fused = optimizer.model
+    if not any(opset.domain == "com.microsoft" for opset in fused.opset_import):
+        fused.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
+    share_equal_initializers(fused)
+    return fused
+
+
+def _with_files(model: onnx.ModelProto, work: Path) -> str:
+    path = work / "input.onnx"
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def quantize_dynamic_int8(model: onnx.ModelProto, per_channel: bool = False) -> onnx.ModelProto:
+    """Dynamic int8 quantization: int8 weights (per output channel with `per_channel`),
+    activations quantized at run time (MatMulInteger / DynamicQuantizeMatMul, QAttention)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as work:
+        source = _with_files(model, Path(work))
+        target = os.path.join(work, "int8.onnx")
+        quantize_dynamic(
+            source,
+            target,
+            weight_type=QuantType.QInt8,
+            per_channel=per_channel,
+            # Shape inference knows no com.microsoft operator; every tensor here is float32.
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+        quantized = onnx.load(target)
+    share_equal_initializers(quantized)
+    return quantized
+
+
+def quantize_static_int8(
+    model: onnx.ModelProto, calibration: Iterable[dict[str, np.ndarray]]
+) -> onnx.ModelProto:
+    """Static int8 quantization in QDQ form: activation scales from `calibration` (encoder
+    input dicts, int32 [B, S]) by MinMax, int8 weights per channel, uint8 activations."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self._batches = iter(calibration)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self._batches, None)
+
+    with tempfile.TemporaryDirectory() as work:
+        source = _with_files(model, Path(work))
+        target = os.path.join(work, "int8_static.onnx")
+        quantize_static(
+            source,
+            target,
+            Reader(),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul", "Attention", "Gemm"],
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+        quantized = onnx.load(target)
+    share_equal_initializers(quantized)
+    return quantized

@@ -1,0 +1,399 @@
+"""ALBERT's tokenization and packing as an ONNX graph: raw strings in, encoder inputs out.
+
+Operators are standard ONNX plus onnxruntime-extensions' string and SentencePiece operators
+(domain `ai.onnx.contrib`; register `onnxruntime_extensions.get_library_path()` with the
+session). The steps are those of `preprocess.normalize.preprocess_text` and
+`preprocess.tokenizer.AlbertTokenizer`:
+
+1. whitespace collapse with Python's `str.split()` whitespace set (`StringRegexReplace`, RE2);
+2. NFKD, then removal of characters with a non-zero combining class. No operator does NFKD, so
+   it is a table: each character that NFKD-then-strip changes is cut out of the text
+   (`StringRegexSplitWithOffsets`), mapped to what Python makes of it (`StringMapping`) and the
+   pieces are joined again. Decomposition is per character and the canonical reordering only
+   moves combining marks, which are then dropped, so per character equals whole string;
+3. lowercase as `str.lower`, also a per-character table, after the one context-dependent rule,
+   Final_Sigma, as a regular expression over the cased and case-ignorable sets that Python's
+   own `str.lower` reveals when asked about each character;
+4. SentencePiece (`SentencepieceTokenizer` with the model's bytes);
+5. the digit-comma re-split as a table lookup: every id maps to the ids it becomes (a padded
+   [V, K] table, `Gather` + `Compress`), built with the reference's code;
+6. packing: `[CLS] A [SEP] (B [SEP])`, round-robin trimming, padding, int32 [B, seq_length],
+   as `preprocess.preprocess_model.bert_pack_inputs`.
+
+The tables are built from the Python that runs the export, so the graph equals
+`preprocess_text` of that Python's Unicode database. Known differences from the reference
+(tests/test_onnx_export.py asserts exactly these):
+
+- onnxruntime-extensions bundles an older SentencePiece whose Viterbi breaks ties between
+  equal-score segmentations the other way, as `tf_text.SentencepieceTokenizer` does (of the
+  fixture strings, one run of dashes);
+- ONNX Runtime's string tensors end at a NUL character, and input must be valid Unicode (a
+  Python `str` without lone surrogates): bytes with invalid UTF-8 cannot be given.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import unicodedata
+from collections.abc import Iterable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from export.encoder import ENCODER_INPUTS
+from export.onnx.encoder import OPSET, GraphBuilder
+from preprocess.tokenizer import (
+    CLS,
+    PAD,
+    SEP,
+    WORD_START,
+    is_digit_comma_piece,
+    load_sp_model,
+)
+
+CONTRIB = "ai.onnx.contrib"
+TEXT_INPUTS = ("text", "text_pair")
+
+
+def _code_points() -> Iterable[str]:
+    return (chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
+
+
+def _class_body(chars: Iterable[str]) -> str:
+    """RE2 character-class body (`\\x{A}-\\x{B}...`) for `chars`, in code point order."""
+    ranges: list[tuple[int, int]] = []
+    for cp in sorted(map(ord, chars)):
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1] = (ranges[-1][0], cp)
+        else:
+            ranges.append((cp, cp))
+    return "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges)
+
+
+def _strip_accents(c: str) -> str:
+    """What `preprocess_text` (without lowercasing) makes of one character."""
+    return "".join(d for d in unicodedata.normalize("NFKD", c) if not unicodedata.combining(d))
+
+
+@functools.cache
+def _tables() -> dict[str, object]:
+    """The character tables of steps 1-3, from this Python's `str` and `unicodedata`."""
+    chars = list(_code_points())
+    strip = {c: _strip_accents(c) for c in chars}
+    lower = {c: c.lower() for c in chars}
+    # Final_Sigma as str.lower applies it: "Σ" becomes "ς" after a cased letter (with any
+    # case-ignorable characters between) and not before one. Python says which characters are
+    # cased (c + "Σ" ends in "ς") and case-ignorable ("A" + c + "Σ" ends in "ς", c not cased).
+    cased = [c for c in chars if (c + "Σ").lower().endswith("ς")]
+    cased_set = set(cased)
+    ignorable = [c for c in chars if c not in cased_set and ("A" + c + "Σ").lower().endswith("ς")]
+    return dict(
+        space=_class_body(c for c in chars if c.isspace()),
+        strip={c: s for c, s in strip.items() if s != c},
+        lower={c: s for c, s in lower.items() if s != c},
+        cased=_class_body(cased),
+        ignorable=_class_body(ignorable),
+    )
+
+
+def _string(g: GraphBuilder, name: str, value: str) -> str:
+    return g.constant(name, np.array([value], dtype=object), object)
+
+
+def _map_chars(g: GraphBuilder, text: str, mapping: dict[str, str], prefix: str) -> str:
+    """tf.string [N] with every character that is a key of `mapping` replaced by its value."""
+    dropped = [c for c, v in mapping.items() if not v]
+    if dropped:
+        # StringMapping's table cannot hold an empty value: characters that vanish are removed
+        # by one regular expression instead.
+        text = _regex_replace(g, text, f"[{_class_body(dropped)}]", "", f"{prefix}/drop")
+    mapping = {c: v for c, v in mapping.items() if v}
+    if any(ch in "\t\n" for item in mapping.items() for ch in "".join(item)):
+        raise ValueError("a character table entry holds a tab or newline")
+    pattern = _string(g, f"{prefix}/pattern", f"([{_class_body(mapping)}])")
+    pieces, _, _, splits = g.multi_node(
+        "StringRegexSplitWithOffsets", [text, pattern, pattern], prefix, 4, domain=CONTRIB
+    )  # pieces [P]: unchanged runs and single characters to map; row splits [N + 1]
+    table = "\n".join(f"{k}\t{v}" for k, v in mapping.items())
+    mapped = g.multi_node("StringMapping", [pieces], prefix, 1, domain=CONTRIB, map=table)[0]
+    return _join_rows(g, mapped, _row_lengths(g, splits, prefix), prefix)
+
+
+def _row_lengths(g: GraphBuilder, splits: str, prefix: str) -> str:
+    """Row splits int64 [N + 1] -> row lengths [N]."""
+    ends = g.node("Slice", [splits, "const/ones_1", "const/max_1"], prefix)
+    starts = g.node("Slice", [splits, "const/zeros_1", "const/minus_ones_1"], prefix)
+    return g.node("Sub", [ends, starts], prefix)
+
+
+def _ragged_gather_index(g: GraphBuilder, counts: str, prefix: str) -> tuple[str, str]:
+    """For row lengths `counts` int64 [N]: (index int64 [N, M] of each row's elements in the
+    flat values, clipped to [0, total], valid bool [N, M]) with M the longest row."""
+    ends = g.node("CumSum", [counts, "const/zero"], prefix)  # [N]
+    starts = g.node("Sub", [ends, counts], prefix)  # [N]
+    longest = g.node("ReduceMax", [counts], prefix, keepdims=0)
+    longest = g.node("Max", [longest, "const/zero"], prefix)
+    columns = g.node("Range", ["const/zero", longest, "const/one_int"], prefix)  # [M]
+    starts = g.node("Unsqueeze", [starts, "const/axes_1"], prefix)  # [N, 1]
+    index = g.node("Add", [starts, columns], prefix)  # [N, M]
+    valid = g.node("Less", [columns, g.node("Unsqueeze", [counts, "const/axes_1"], prefix)], prefix)
+    return index, valid
+
+
+def _join_rows(g: GraphBuilder, values: str, counts: str, prefix: str) -> str:
+    """Concatenates the strings of each row of a ragged string tensor: flat `values` [P] with
+    `counts` int64 [N] -> [N] (an empty row gives "")."""
+    index, valid = _ragged_gather_index(g, counts, prefix)
+    padded = g.node("Concat", [values, "const/empty_string"], prefix, axis=0)  # [P + 1]
+    index = g.node("Where", [valid, index, g.node("Size", [values], prefix)], prefix)
+    dense = g.node("Gather", [padded, index], prefix)  # [N, M]
+    return g.multi_node(
+        "StringJoin", [dense, "const/empty_string", "const/axes_1"], prefix, 1, domain=CONTRIB
+    )[0]
+
+
+def _regex_replace(g: GraphBuilder, text: str, pattern: str, rewrite: str, prefix: str) -> str:
+    p = _string(g, f"{prefix}/pattern", pattern)
+    r = _string(g, f"{prefix}/rewrite", rewrite)
+    return g.multi_node("StringRegexReplace", [text, p, r], prefix, 1, domain=CONTRIB)[0]
+
+
+def normalize(g: GraphBuilder, text: str, do_lower_case: bool, prefix: str) -> str:
+    """`preprocess_text` in graph: tf.string [N] -> [N]."""
+    t = _tables()
+    text = _regex_replace(g, text, f"[{t['space']}]+", " ", f"{prefix}/space")
+    text = _regex_replace(g, text, "^ | $", "", f"{prefix}/trim")
+    text = _map_chars(g, text, t["strip"], f"{prefix}/nfkd")
+    if do_lower_case:
+        cased, ignorable = t["cased"], t["ignorable"]
+        text = _regex_replace(
+            g,
+            text,
+            f"([{cased}][{ignorable}]*)\\x{{3A3}}([{ignorable}]*)($|[^{cased}{ignorable}])",
+            "\\1\u03c2\\2\\3",
+            f"{prefix}/final_sigma",
+        )
+        text = _map_chars(g, text, t["lower"], f"{prefix}/lower")
+    return text
+
+
+def _resplit_table(sp) -> np.ndarray:
+    """int64 [V, K]: the ids each vocabulary id becomes after the digit-comma re-split, padded
+    with -1 (K the longest)."""
+    comma_id = sp.piece_to_id(",")
+    rows = []
+    for i in range(sp.get_piece_size()):
+        piece = sp.id_to_piece(i)
+        row = [i]
+        if is_digit_comma_piece(piece):
+            row = sp.encode(piece[:-1].replace(WORD_START, "")) + [comma_id]
+        rows.append(row)
+    table = np.full((len(rows), max(map(len, rows))), -1, np.int64)
+    for i, row in enumerate(rows):
+        table[i, : len(row)] = row
+    return table
+
+
+def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, table: str, prefix: str) -> tuple:
+    """SentencePiece + re-split on normalized text [N]: (flat ids int64 [T], row lengths
+    int64 [N])."""
+    pieces, splits = g.multi_node(
+        "SentencepieceTokenizer",
+        [text, "const/nbest", "const/alpha", "const/false", "const/false", "const/false"],
+        prefix,
+        2,
+        domain=CONTRIB,
+        model=sp_bytes,
+    )  # pieces int32 [P], splits int64 [N + 1]
+    pieces = g.node("Cast", [pieces], prefix, to=TensorProto.INT64)
+    rows = g.node("Gather", [table, pieces], prefix)  # [P, K]
+    valid = g.node("GreaterOrEqual", [rows, "const/zero"], prefix)
+    lengths = g.node(
+        "ReduceSum",
+        [g.node("Cast", [valid], prefix, to=TensorProto.INT64), "const/axes_1"],
+        prefix,
+        keepdims=0,
+    )
+    ids = g.node(
+        "Compress",
+        [
+            g.node("Reshape", [rows, "const/flat"], prefix),
+            g.node("Reshape", [valid, "const/flat"], prefix),
+        ],
+        prefix,
+    )  # [T]
+    # Row lengths after the re-split: the new lengths summed over each row's pieces.
+    ends = g.node("CumSum", [lengths, "const/zero"], prefix)
+    ends = g.node("Concat", ["const/zeros_1", ends], prefix, axis=0)  # [P + 1]
+    row_ends = g.node("Gather", [ends, splits], prefix)  # [N + 1]
+    return ids, _row_lengths(g, row_ends, prefix)
+
+
+def pack(
+    g: GraphBuilder,
+    segments: list[tuple[str, str]],
+    seq_length: int,
+    special: dict[str, int],
+    prefix: str,
+) -> dict[str, str]:
+    """`[CLS] A [SEP] (B [SEP])` from 1 or 2 segments (flat ids [T], row lengths [N]) with
+    round-robin trimming: int32 [N, seq_length] each encoder input."""
+    budget = seq_length - 1 - len(segments)
+    counts = [c for _, c in segments]
+    if len(segments) == 1:
+        kept = [
+            g.node("Min", [counts[0], g.constant(f"{prefix}/budget", budget, np.int64)], prefix)
+        ]
+    else:
+        # Round robin: A takes ceil(budget/2) and whatever B leaves unused, B the rest.
+        half = g.constant(f"{prefix}/half", (budget + 1) // 2, np.int64)
+        room = g.constant(f"{prefix}/budget", budget, np.int64)
+        a = g.node(
+            "Min",
+            [counts[0], g.node("Max", [half, g.node("Sub", [room, counts[1]], prefix)], prefix)],
+            prefix,
+        )
+        b = g.node("Min", [counts[1], g.node("Sub", [room, a], prefix)], prefix)
+        kept = [a, b]
+    j = g.constant(f"{prefix}/positions", np.arange(seq_length)[np.newaxis], np.int64)  # [1, S]
+    word_ids = g.node(
+        "Expand",
+        [g.constant(f"{prefix}/pad", special["pad"], np.int64), g.node("Shape", [j], prefix)],
+        prefix,
+    )
+    word_ids = g.node(
+        "Where",
+        [
+            g.node("Equal", [j, "const/zero"], prefix),
+            g.constant(f"{prefix}/cls", special["cls"], np.int64),
+            word_ids,
+        ],
+        prefix,
+    )
+    type_ids = None
+    start = "const/one_int"  # position of the segment's first token
+    for index, ((ids, segment_counts), n) in enumerate(zip(segments, kept, strict=True)):
+        n = g.node("Unsqueeze", [n, "const/axes_1"], prefix)  # [N, 1]
+        first = g.node(
+            "Sub",
+            [g.node("CumSum", [segment_counts, "const/zero"], prefix), segment_counts],
+            prefix,
+        )
+        first = g.node("Unsqueeze", [first, "const/axes_1"], prefix)  # [N, 1]
+        offset = g.node("Sub", [j, start], prefix)  # [N or 1, S]
+        inside = g.node(
+            "And",
+            [
+                g.node("GreaterOrEqual", [offset, "const/zero"], prefix),
+                g.node("Less", [offset, n], prefix),
+            ],
+            prefix,
+        )
+        padded = g.node("Concat", [ids, "const/zeros_1"], prefix, axis=0)  # [T + 1]
+        source = g.node(
+            "Where",
+            [inside, g.node("Add", [first, offset], prefix), g.node("Size", [ids], prefix)],
+            prefix,
+        )
+        word_ids = g.node(
+            "Where", [inside, g.node("Gather", [padded, source], prefix), word_ids], prefix
+        )
+        sep = g.node("Add", [start, n], prefix)  # [N, 1]
+        word_ids = g.node(
+            "Where",
+            [
+                g.node("Equal", [j, sep], prefix),
+                g.constant(f"{prefix}/sep_{index}", special["sep"], np.int64),
+                word_ids,
+            ],
+            prefix,
+        )
+        if index == 1:
+            type_ids = g.node(
+                "And",
+                [
+                    g.node("GreaterOrEqual", [j, start], prefix),
+                    g.node("LessOrEqual", [j, sep], prefix),
+                ],
+                prefix,
+            )
+        start = g.node("Add", [sep, "const/one_int"], prefix)
+    mask = g.node("Less", [j, start], prefix)  # [N, S]
+    if type_ids is None:
+        type_ids = g.node("And", [mask, "const/false"], prefix)
+    return {
+        name: g.node("Cast", [value], prefix, to=TensorProto.INT32)
+        for name, value in zip(ENCODER_INPUTS, (word_ids, mask, type_ids), strict=True)
+    }
+
+
+def preprocess_graph(
+    sp_model_path: str | os.PathLike,
+    seq_length: int,
+    do_lower_case: bool = True,
+    num_segments: int = 1,
+) -> onnx.ModelProto:
+    """Strings `text` (and `text_pair` for 2 segments) tf.string [B] -> `input_word_ids`,
+    `input_mask`, `input_type_ids` int32 [B, seq_length], as the preprocessing SavedModel."""
+    sp = load_sp_model(sp_model_path)
+    special = dict(pad=sp.piece_to_id(PAD), cls=sp.piece_to_id(CLS), sep=sp.piece_to_id(SEP))
+    with open(sp_model_path, "rb") as f:
+        sp_bytes = f.read()
+    g = GraphBuilder()
+    g.constant("const/zero", 0, np.int64)
+    g.constant("const/one_int", 1, np.int64)
+    g.constant("const/axes_1", [1], np.int64)
+    g.constant("const/zeros_1", [0], np.int64)
+    g.constant("const/ones_1", [1], np.int64)
+    g.constant("const/minus_ones_1", [-1], np.int64)
+    g.constant("const/max_1", [np.iinfo(np.int64).max], np.int64)
+    g.constant("const/flat", [-1], np.int64)
+    g.constant("const/nbest", [0], np.int64)
+    g.constant("const/alpha", [0.0], np.float32)
+    g.constant("const/false", [False], np.bool_)
+    g.constant("const/empty_string", np.array([""], dtype=object), object)
+    table = g.constant("resplit_table", _resplit_table(sp), np.int64)
+    segments = []
+    for name in TEXT_INPUTS[:num_segments]:
+        text = normalize(g, name, do_lower_case, f"{name}/normalize")
+        segments.append(tokenize(g, text, sp_bytes, table, f"{name}/tokenize"))
+    outputs = pack(g, segments, seq_length, special, "pack")
+    for name, value in outputs.items():
+        g.nodes.append(helper.make_node("Identity", [value], [name], name=name))
+    graph = helper.make_graph(
+        g.nodes,
+        "albert_preprocess",
+        [
+            helper.make_tensor_value_info(n, TensorProto.STRING, ["batch"])
+            for n in TEXT_INPUTS[:num_segments]
+        ],
+        [
+            helper.make_tensor_value_info(n, TensorProto.INT32, ["batch", seq_length])
+            for n in ENCODER_INPUTS
+        ],
+        initializer=list(g.initializers.values()),
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(CONTRIB, 1)],
+        producer_name="albert-tf",
+    )
+    model.ir_version = 8
+    return model
+
+
+def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx.ModelProto:
+    """`preprocess` feeding `model`'s encoder inputs: strings in, `model`'s outputs and the
+    three encoder inputs (the ALBERT ids) out."""
+    from onnx import compose
+
+    outputs = [o.name for o in model.graph.output] + list(ENCODER_INPUTS)
+    return compose.merge_models(
+        compose.add_prefix(preprocess, "preprocess/", rename_inputs=False, rename_outputs=False),
+        compose.add_prefix(model, "model/", rename_inputs=False, rename_outputs=False),
+        io_map=[(name, name) for name in ENCODER_INPUTS],
+        outputs=outputs,
+    )

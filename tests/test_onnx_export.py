@@ -1,0 +1,322 @@
+"""`export --onnx`: the encoder graph, its fusions and int8 forms, the raw-string models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime_extensions")
+
+from export.encoder import ENCODER_INPUTS  # noqa: E402
+from tests import helpers  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+# The one reference string onnxruntime-extensions' SentencePiece segments otherwise: a run of
+# dashes with two equal-score segmentations (export/onnx/text.py says why).
+KNOWN_TIE = "Enhanced clock-program, showing date and time ----"
+
+
+def _session(path):
+    from export.onnx.writer import session
+
+    return session(path)
+
+
+def _run(path, inputs):
+    from export.onnx.writer import run
+
+    return run(_session(path), inputs)
+
+
+@pytest.fixture(scope="module", params=["albert_tf1_tiny", "albert_tf1_groups"])
+def fixture_export(request, tmp_path_factory, fixtures_dir):
+    """A TF1 fixture converted, then exported with --onnx (no SentencePiece model)."""
+    from albert_tf.convert.tf1 import convert_tf1_checkpoint
+    from export.bundle import export_bundle
+
+    source = fixtures_dir / request.param
+    work = tmp_path_factory.mktemp(request.param)
+    checkpoint = convert_tf1_checkpoint(
+        source / "model.ckpt", source / "albert_config.json", work / "checkpoint"
+    )
+    bundle = export_bundle(checkpoint, work / "hub", seq_length=16, onnx=True)
+    config = json.loads((source / "albert_config.json").read_text())
+    return dict(source=source, bundle=bundle, config=config)
+
+
+def test_encoder_equals_original_and_saved_model(fixture_export):
+    import tensorflow as tf
+
+    bundle = fixture_export["bundle"]
+    reference = dict(np.load(fixture_export["source"] / "reference_outputs.npz"))
+    inputs = {name: reference[name].astype(np.int32) for name in ENCODER_INPUTS}
+    got = _run(bundle.onnx / "encoder.onnx", inputs)
+    saved_model = tf.saved_model.load(str(bundle.encoder))
+    want = saved_model({k: tf.constant(v) for k, v in inputs.items()}, training=False)
+    for name in ("pooled_output", "sequence_output"):
+        np.testing.assert_allclose(got[name], reference[name], atol=1e-5)
+        np.testing.assert_allclose(got[name], want[name].numpy(), atol=1e-4)
+    accuracy = bundle.onnx_report["accuracy"]
+    assert accuracy["float32"]["sequence_max_abs_diff"] < 1e-4
+    assert accuracy["float32"]["pooled_max_abs_diff"] < 1e-4
+    for kind in ("int8", "int8_static"):
+        assert accuracy[kind]["pooled_min_cosine"] >= 0.999, kind
+
+
+def test_every_block_is_fused(fixture_export):
+    """ORT's optimizer fuses the embeddings, every attention, every residual LayerNorm, and
+    the FastGelu of gelu models (tiny: gelu; groups: relu)."""
+    config = fixture_export["config"]
+    blocks = config["num_hidden_layers"] * config["inner_group_num"]
+    fused = fixture_export["bundle"].onnx_report["fused_ops"]
+    assert fused["EmbedLayerNormalization"] == 1
+    assert fused["Attention"] == blocks
+    assert fused["SkipLayerNormalization"] == 2 * blocks
+    assert fused.get("FastGelu", 0) == (blocks if config["hidden_act"] == "gelu" else 0)
+
+
+def test_shared_weights_are_stored_once(fixture_export):
+    """Cross-layer sharing survives: each distinct block's kernels once in every file."""
+    import onnx
+
+    config = fixture_export["config"]
+    distinct = config["num_hidden_groups"] * config["inner_group_num"]
+    onnx_dir = fixture_export["bundle"].onnx
+    graph = onnx.load(str(onnx_dir / "encoder.onnx")).graph
+    queries = [t.name for t in graph.initializer if t.name.endswith("self/query/kernel")]
+    assert len(queries) == distinct
+    h = config["hidden_size"]
+    int8 = onnx.load(str(onnx_dir / "encoder_int8.onnx")).graph
+    qkv = [t for t in int8.initializer if tuple(t.dims) == (h, 3 * h)]
+    assert len(qkv) == distinct
+    assert [t.data_type for t in qkv] == [onnx.TensorProto.INT8] * distinct
+    sizes = fixture_export["bundle"].onnx_report["bytes"]
+    assert sizes["encoder_int8.onnx"] < sizes["encoder.onnx"]
+
+
+def test_reference_strings_give_the_original_ids(fixtures_dir):
+    from export.onnx.text import preprocess_graph
+    from preprocess.tokenizer import AlbertTokenizer
+
+    sp_model = fixtures_dir / "tokenizer" / "spm.model"
+    reference = json.loads((fixtures_dir / "tokenizer" / "reference_tokenization.json").read_text())
+    texts = [case["text"] for case in reference["cases"]]
+    # Beyond the fixture: Final_Sigma, compatibility decompositions, Turkish dotted I,
+    # no-break and em spaces, digit-comma runs.
+    extra = [
+        "ΣΑΣ ΟΔΟΣ.",
+        "ΑΣ'Σ AΣ'B Σ",
+        "Ὀδυσσεύς",
+        "ﬁ ① ㎏ Å ǅ",
+        "İstanbul",
+        "x\u00a0\u2003y",
+        "1,2,3",
+    ]
+    tokenizer = AlbertTokenizer(sp_model)
+    want = [case["ids"] for case in reference["cases"]] + [tokenizer.encode(t) for t in extra]
+    seq_length = 2 + max(map(len, want))
+    got = _run(
+        preprocess_graph(sp_model, seq_length), {"text": np.array(texts + extra, dtype=object)}
+    )
+    mismatches = []
+    for text, ids, mask, expected in zip(
+        texts + extra, got["input_word_ids"], got["input_mask"], want, strict=True
+    ):
+        if ids[: mask.sum()].tolist() != [tokenizer.cls_id, *expected, tokenizer.sep_id]:
+            mismatches.append(text)
+    assert [t[: len(KNOWN_TIE)] for t in mismatches] == [KNOWN_TIE]
+    assert not got["input_type_ids"].any()
+
+
+def test_pairs_are_packed_as_bert_pack_inputs(fixtures_dir):
+    """Two segments, round-robin trimmed, against the preprocessing SavedModel's packing."""
+    import tensorflow as tf
+
+    from export.onnx.text import preprocess_graph
+    from preprocess.graph_tokenizer import GraphTokenizer
+    from preprocess.preprocess_model import bert_pack_inputs
+
+    sp_model = fixtures_dir / "tokenizer" / "spm.model"
+    rng = np.random.default_rng(0)
+    words = ["the", "value", "1,000", "café", "naïve", "ΣΑΣ", "of", "a", "long", "review"]
+    first = [" ".join(rng.choice(words, n)) for n in (0, 1, 3, 9, 2, 14, 5)]
+    second = [" ".join(rng.choice(words, n)) for n in (4, 0, 12, 2, 1, 14, 5)]
+    seq_length = 12
+    got = _run(
+        preprocess_graph(sp_model, seq_length, num_segments=2),
+        {"text": np.array(first, dtype=object), "text_pair": np.array(second, dtype=object)},
+    )
+    tokenizer = GraphTokenizer(sp_model)
+    want = bert_pack_inputs(
+        [tokenizer.tokenize(tf.constant(first)), tokenizer.tokenize(tf.constant(second))],
+        seq_length,
+        tokenizer.cls_id,
+        tokenizer.sep_id,
+        tokenizer.pad_id,
+    )
+    for name in ENCODER_INPUTS:
+        np.testing.assert_array_equal(got[name], want[name].numpy(), err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def sp_onnx(tmp_path_factory, fixtures_dir):
+    """A vocab-1000 checkpoint with the fixture tokenizer, exported with --onnx."""
+    import tf_keras as keras
+
+    from albert_tf.checkpoint import save_checkpoint_dir
+    from albert_tf.encoder import AlbertEncoder
+    from export.bundle import export_bundle
+
+    work = tmp_path_factory.mktemp("sp_onnx")
+    config = helpers.tiny_config(vocab_size=1000)
+    keras.utils.set_random_seed(1)
+    checkpoint = save_checkpoint_dir(
+        work / "checkpoint",
+        config,
+        AlbertEncoder(config),
+        sp_model=fixtures_dir / "tokenizer" / "spm.model",
+    )
+    return export_bundle(checkpoint, work / "hub", seq_length=24, onnx=True)
+
+
+def test_text_encoder_equals_the_saved_models(sp_onnx):
+    """Raw strings through text_encoder.onnx = preprocess/ then encoder/ (SavedModels)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    from export.tflite import cosine_similarity
+
+    texts = ["Café naïve résumé, 1,000 times!", "", "A much longer sentence " * 4]
+    preprocess = tf.saved_model.load(str(sp_onnx.preprocess))
+    encoder = tf.saved_model.load(str(sp_onnx.encoder))
+    ids = preprocess(tf.constant(texts))
+    want = encoder(ids, training=False)
+    got = _run(sp_onnx.onnx / "text_encoder.onnx", {"text": np.array(texts, dtype=object)})
+    for name in ENCODER_INPUTS:
+        np.testing.assert_array_equal(got[name], ids[name].numpy())
+    for name in ("pooled_output", "sequence_output"):
+        np.testing.assert_allclose(got[name], want[name].numpy(), atol=1e-4)
+    int8 = _run(sp_onnx.onnx / "text_encoder_int8.onnx", {"text": np.array(texts, dtype=object)})
+    cosine = cosine_similarity(int8["pooled_output"], want["pooled_output"].numpy())
+    assert cosine.min() >= 0.999
+    report = json.loads((sp_onnx.onnx / "report.json").read_text())
+    assert report["text_ids_equal_preprocess"] is True
+    assert report["probe_text"] == "pydoc_data help topics"
+
+
+def test_multi_window_classifiers_are_refused():
+    from albert_tf.errors import ExportError
+    from export.onnx.classifier import check_exportable
+
+    settings = SimpleNamespace(task="classify", max_windows=4)
+    with pytest.raises(ExportError, match="4 windows"):
+        check_exportable(SimpleNamespace(settings=settings))
+    with pytest.raises(ExportError, match="classify tasks; this one is squad"):
+        check_exportable(SimpleNamespace(settings=SimpleNamespace(task="squad", max_windows=1)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pair", [False, True])
+def test_classifier_equals_serving(tmp_path, pair, fixtures_dir):
+    """A fine-tuned classifier's raw-string ONNX models give serving/'s labels and
+    probabilities (float32 within 1e-4)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    from albert_tf.cli import main
+
+    rows = [
+        (f"the film {w} was {m}", f"it felt {m}", label)
+        for w, m, label in [("plot", "great", "pos"), ("cast", "awful", "neg")] * 12
+    ]
+    header = "sentence1\tsentence2\tlabel\n" if pair else "sentence\tlabel\n"
+    lines = [f"{a}\t{b}\t{c}" if pair else f"{a} {b}\t{c}" for a, b, c in rows]
+    (tmp_path / "train.tsv").write_text(header + "\n".join(lines) + "\n")
+    config = helpers.write_config(tmp_path)
+    model = tmp_path / "model"
+    code = main(
+        [
+            "finetune",
+            "--task",
+            "classify",
+            "--train",
+            str(tmp_path / "train.tsv"),
+            "--init",
+            "random",
+            "--config",
+            str(config),
+            "--sp-model",
+            str(fixtures_dir / "tokenizer" / "spm.model"),
+            "--output",
+            str(model),
+            "--epochs",
+            "1",
+            "--max-seq-length",
+            "16",
+            "--dtype",
+            "float32",
+        ]
+    )
+    assert code == 0
+    assert main(["export", "--finetuned", str(model), "--onnx"]) == 0
+    texts = {"text": np.array(["the plot was great", "awful", ""], dtype=object)}
+    if pair:
+        texts["text_pair"] = np.array(["it felt great", "", "x"], dtype=object)
+    serving = tf.saved_model.load(str(model / "serving")).signatures["serving_default"]
+    want = serving(**{k: tf.constant(v.astype(str)) for k, v in texts.items()})
+    for name in ("classifier.onnx", "classifier_int8.onnx"):
+        got = _run(model / "onnx" / name, texts)
+        assert got["label"].tolist() == [s.decode() for s in want["label"].numpy()]
+        np.testing.assert_array_equal(got["label_id"], want["label_id"].numpy())
+        atol = 1e-4 if name == "classifier.onnx" else 2e-2
+        np.testing.assert_allclose(got["probabilities"], want["probabilities"].numpy(), atol=atol)
+    report = json.loads((model / "onnx" / "report.json").read_text())
+    assert report["against_serving"]["classifier.onnx"]["probabilities_max_abs_diff"] < 1e-4
+    assert report["inputs"] == (["text", "text_pair"] if pair else ["text"])
+
+
+def test_without_the_extra_one_line_exit_2(tmp_path):
+    """`export --onnx` without onnx installed: one line naming the extra, exit 2, no output."""
+    code = (
+        "import sys; sys.modules['onnx'] = None\n"
+        "from albert_tf.cli import main\n"
+        f"sys.exit(main(['export', '--checkpoint', 'x', '--output', {str(tmp_path / 'o')!r}, "
+        "'--onnx']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert result.returncode == 2
+    line = helpers.one_error_line(result.stderr, "export")
+    assert 'pip install -e ".[onnx]"' in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_tensorflow_first_is_an_error_not_a_crash(tmp_path, fixtures_dir):
+    """Loading onnxruntime-extensions after TensorFlow would crash the SentencePiece operator;
+    the session says what to do instead."""
+    code = (
+        "import tensorflow\n"
+        "import export.onnx\n"
+        "from export.onnx.text import preprocess_graph\n"
+        "from export.onnx.writer import session\n"
+        "from albert_tf.errors import InstallError\n"
+        f"model = preprocess_graph({str(fixtures_dir / 'tokenizer' / 'spm.model')!r}, 8)\n"
+        "try:\n"
+        "    session(model)\n"
+        "except InstallError as e:\n"
+        "    print(e)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert "import onnxruntime_extensions first" in result.stdout

@@ -1,0 +1,98 @@
+"""`albert-tf predict --runtime tf|onnx|tflite` on a tiny fine-tuned classifier: the same labels
+through every runtime, probabilities close to TensorFlow's, and a missing extra named in one
+line. The ONNX cases need the onnx extra (`pip install -e ".[onnx]"`) and skip without it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from albert_tf import cli
+from albert_tf.finetune.predict import load_finetuned
+from albert_tf.finetune.runtimes import RuntimeEncoder, runtime_encoder
+from albert_tf.finetune.tasks import TaskSettings
+from albert_tf.finetune.trainer import TrainSettings
+from albert_tf.runtimes import tflite_runner
+from export.tflite import probe_inputs, tflite_converters
+from tests import helpers
+
+# Trained until the dev labels are clear-cut, so int8 rounding cannot flip one.
+TRAIN = TrainSettings(epochs=24, batch_size=8, learning_rate=3e-3, dtype="float32", seed=3)
+HAVE_ONNX = all(importlib.util.find_spec(m) for m in ("onnx", "onnxruntime"))
+RUNTIMES = [
+    "tflite",
+    pytest.param("onnx", marks=pytest.mark.skipif(not HAVE_ONNX, reason="onnx extra")),
+]
+
+
+@pytest.fixture(scope="module")
+def classifier(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runtimes")
+    helpers.write_pairs(root / "train.tsv", 64, seed=0)
+    helpers.write_pairs(root / "dev.tsv", 16, seed=1)
+    # Without --eval the last epoch is kept (with it, the first epoch at 100% accuracy, whose
+    # labels are right but barely).
+    settings = TaskSettings("classify", max_seq_length=20)
+    helpers.finetune_files(root, settings, TRAIN, eval_file=None, export_serving=False)
+    return root
+
+
+def _predict(root, runtime: str, capsys) -> list[dict]:
+    out = root / f"predictions-{runtime}.jsonl"
+    argv = ["predict", "--model", str(root / "model"), "--input", str(root / "dev.tsv")]
+    assert cli.main([*argv, "--output", str(out), "--overwrite", "--runtime", runtime]) == 0
+    capsys.readouterr()
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_predict_gives_tensorflows_labels_through_each_runtime(classifier, runtime, capsys):
+    expected = _predict(classifier, "tf", capsys)
+    probabilities = np.array([list(r["probabilities"].values()) for r in expected])
+    # The test means something only if the model has learned the task (clear-cut labels).
+    assert np.abs(probabilities[:, 0] - 0.5).min() > 0.05
+    records = _predict(classifier, runtime, capsys)
+    assert [r["label"] for r in records] == [r["label"] for r in expected]
+    got = np.array([list(r["probabilities"].values()) for r in records])
+    np.testing.assert_allclose(got, probabilities, atol=0.03)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_runtime_encoder_matches_the_keras_encoder(classifier, runtime):
+    """The exported int8 encoder's pooled output against the restored Keras encoder's."""
+    encoder = load_finetuned(classifier / "model").model.encoder
+    inputs = probe_inputs(encoder.config.vocab_size, 20)
+    exported = runtime_encoder(encoder, runtime, seq_length=20, threads=1)
+    assert isinstance(exported, RuntimeEncoder)
+    got = exported(inputs)["pooled_output"].numpy()
+    want = encoder(inputs, training=False)["pooled_output"].numpy()
+    cosine = np.sum(got * want, -1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(want, axis=-1)
+    assert cosine.min() > 0.99 and got.shape == want.shape
+
+
+def test_tflite_runner_keeps_xnnpack_and_builtin_kernels_equal(classifier, tmp_path):
+    """The XNNPACK delegate (the default) and TFLite's builtin kernels give the same float32
+    outputs: the runner's switch changes kernels, not results."""
+    encoder = load_finetuned(classifier / "model").model.encoder
+    path = tmp_path / "encoder.tflite"
+    path.write_bytes(tflite_converters(encoder, 16)["float32"].convert())
+    inputs = probe_inputs(encoder.config.vocab_size, 16)
+    with_xnnpack = tflite_runner(path, threads=1)(inputs)["pooled_output"]
+    builtin = tflite_runner(path, threads=1, xnnpack=False)(inputs)["pooled_output"]
+    np.testing.assert_allclose(with_xnnpack, builtin, atol=1e-5)
+
+
+def test_onnx_runtime_without_the_extra_is_one_line(classifier, monkeypatch, capsys):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "onnxruntime" else real(name, *a),
+    )
+    argv = ["predict", "--model", str(classifier / "model"), "--input", str(classifier / "dev.tsv")]
+    assert cli.main([*argv, "--runtime", "onnx"]) == 2
+    line = helpers.one_error_line(capsys.readouterr().err, "predict")
+    assert 'pip install -e ".[onnx]"' in line
