@@ -117,7 +117,7 @@ def test_predict_evaluation_and_serving_agree_on_quoted_rows(tmp_path, fixtures_
         TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32"),
     )
     meta = json.loads((tmp_path / "model" / "finetune.json").read_text())
-    assert meta["skipped"]["eval"]["cut past --max-windows windows"] > 0
+    assert meta["skipped"]["eval"]["tokens in no window"] > 0
     # evaluation: the in-memory model on the file's features, as the trainer scores each epoch
     dev = result.task.load(str(tmp_path / "dev.tsv"), result.tokenizer)
     assert dev.inputs["input_word_ids"].shape == (10, 3, 24)

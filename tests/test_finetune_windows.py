@@ -9,6 +9,8 @@ import random
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from albert_tf.errors import ConfigError
 from albert_tf.finetune import windows
@@ -16,6 +18,7 @@ from albert_tf.finetune.data import TextExample
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.serving import pack_segments
 from albert_tf.finetune.tasks import TaskSettings
+from albert_tf.finetune.tasks.base import WINDOW_PLACEMENTS
 from albert_tf.finetune.trainer import TrainSettings
 from preprocess.graph_tokenizer import GraphTokenizer
 from preprocess.tokenizer import AlbertTokenizer
@@ -27,10 +30,55 @@ def test_window_starts_cover_the_text_then_stop():
     assert windows.window_starts(10, room=10, stride=5, max_windows=4) == [0]
     assert windows.window_starts(11, room=10, stride=5, max_windows=4) == [0, 5]
     assert windows.window_starts(100, room=10, stride=5, max_windows=4) == [0, 5, 10, 15]
+    assert windows.tokens_outside(100, 10, [0, 5, 10, 15]) == 75
     assert windows.window_stride(room=10, stride=None) == 5
     assert windows.window_stride(room=10, stride=30) == 10  # never a gap between windows
     with pytest.raises(ConfigError, match="--max-first-segment-length must be in"):
         windows.first_segment_bound(16, 13)
+
+
+def test_window_placements_on_a_long_text():
+    # 1,300 tokens, 8 windows of 126 at stride 63: the reviews
+    starts = {p: windows.window_starts(1300, 126, 63, 8, p) for p in WINDOW_PLACEMENTS}
+    assert starts["head"] == [0, 63, 126, 189, 252, 315, 378, 441]
+    assert starts["spread"] == [0, 167, 335, 503, 670, 838, 1006, 1174]  # floor(w * 1174 / 7)
+    assert starts["head-tail"] == [0, 63, 126, 189, 985, 1048, 1111, 1174]
+    outside = {p: windows.tokens_outside(1300, 126, s) for p, s in starts.items()}
+    assert outside == {"head": 1300 - 567, "spread": 1300 - 8 * 126, "head-tail": 1300 - 2 * 315}
+    for placement in WINDOW_PLACEMENTS:  # a text that fits in K windows keeps them
+        assert windows.window_starts(567, 126, 63, 8, placement) == list(range(0, 442, 63))
+        assert windows.window_starts(1300, 126, 63, 1, placement) == [0]
+    with pytest.raises(ConfigError, match="--window-placement must be one of"):
+        windows.window_starts(1300, 126, 63, 8, "middle")
+
+
+@settings(max_examples=60)
+@given(
+    lengths=st.lists(st.integers(0, 2000), min_size=1, max_size=12),
+    room=st.integers(1, 200),
+    stride=st.one_of(st.none(), st.integers(1, 300)),
+    max_windows=st.integers(1, 10),
+    placement=st.sampled_from(WINDOW_PLACEMENTS),
+)
+def test_graph_places_windows_as_python_does(lengths, room, stride, max_windows, placement):
+    step = windows.window_stride(room, stride)
+    expected = [windows.window_starts(n, room, step, max_windows, placement) for n in lengths]
+    starts, exists = windows.graph_window_plan(
+        tf.constant(lengths, tf.int64),
+        tf.fill([len(lengths)], tf.constant(room, tf.int64)),
+        max_windows,
+        stride,
+        placement,
+    )
+    got = [row[keep].tolist() for row, keep in zip(starts.numpy(), exists.numpy(), strict=True)]
+    assert got == expected
+    for n, plan in zip(lengths, expected, strict=True):
+        assert plan[0] == 0 and all(b > a for a, b in zip(plan, plan[1:], strict=False))
+        fits = 1 + -(-max(n - room, 0) // step) <= max_windows
+        if fits or placement == "head":
+            assert plan == [w * step for w in range(len(plan))]
+        if not fits and placement != "head" and max_windows > 1:
+            assert plan[-1] + room == n  # the last window ends on the last token
 
 
 @pytest.fixture(scope="module")
@@ -39,21 +87,30 @@ def tokenizers(fixtures_dir):
     return AlbertTokenizer(path), GraphTokenizer(path)
 
 
-def _graph_features(graph_tokenizer, examples, length, max_windows, stride, bound):
+def _graph_features(graph_tokenizer, examples, length, max_windows, stride, bound, placement):
     pairs = examples[0].text_b is not None
     text = graph_tokenizer.tokenize(
         tf.constant([e.text_b if pairs else e.text_a for e in examples])
     )
     first = graph_tokenizer.tokenize(tf.constant([e.text_a for e in examples])) if pairs else None
     pack = functools.partial(pack_segments, tokenizer=graph_tokenizer, length=length)
-    got = windows.graph_windows(first, text, length, max_windows, stride, bound, pack)
+    got = windows.graph_windows(first, text, length, max_windows, stride, bound, pack, placement)
     return {k: v.numpy() for k, v in got.items()}
 
 
 @pytest.mark.parametrize(
-    ("pairs", "stride", "bound"), [(False, None, None), (False, 7, None), (True, 5, 6)]
+    ("pairs", "stride", "bound", "placement"),
+    [
+        (False, None, None, "head"),
+        (False, 7, None, "head"),
+        (True, 5, 6, "head"),
+        (False, None, None, "spread"),
+        (True, 3, 6, "spread"),
+        (False, 7, None, "head-tail"),
+        (True, None, 5, "head-tail"),
+    ],
 )
-def test_python_and_graph_windows_agree(tokenizers, pairs, stride, bound):
+def test_python_and_graph_windows_agree(tokenizers, pairs, stride, bound, placement):
     python_tokenizer, graph_tokenizer = tokenizers
     rng = random.Random(3)
     words = [
@@ -77,10 +134,12 @@ def test_python_and_graph_windows_agree(tokenizers, pairs, stride, bound):
         TextExample(t, texts[-1 - i] if pairs else None, None, f"x:{i}")
         for i, t in enumerate(texts)
     ]
-    expected, cut = windows.encode_windows(examples, python_tokenizer, 16, 4, stride, bound)
+    windowed = windows.encode_windows(examples, python_tokenizer, 16, 4, stride, bound, placement)
+    expected = windowed.inputs
     assert expected["input_word_ids"].shape == (len(texts), 4, 16)
-    assert cut > 0 and expected["input_mask"][:, :, 0].sum() > len(texts)  # several windows
-    got = _graph_features(graph_tokenizer, examples, 16, 4, stride, bound)
+    assert windowed.texts_cut > 0 and windowed.tokens_cut > windowed.texts_cut
+    assert expected["input_mask"][:, :, 0].sum() > len(texts)  # several windows
+    got = _graph_features(graph_tokenizer, examples, 16, 4, stride, bound, placement)
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
 

@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from albert_tf.dtypes import DTYPES
     from albert_tf.finetune.data import QUOTINGS
     from albert_tf.finetune.tasks import TASK_NAMES
-    from albert_tf.finetune.tasks.base import WINDOW_POOLINGS
+    from albert_tf.finetune.tasks.base import WINDOW_PLACEMENTS, WINDOW_POOLINGS
 
     parser.add_argument("--task", required=True, choices=TASK_NAMES)
     parser.add_argument(
@@ -76,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tokens between window starts (default: half a window, so windows overlap by half)",
     )
     long.add_argument(
+        "--window-placement",
+        choices=WINDOW_PLACEMENTS,
+        default="head",
+        help="where the K windows go on a text that needs more: head (the first K), spread (evenly "
+        "from the first token to the last) or head-tail (half at each end); a text that fits in "
+        "K windows keeps them all",
+    )
+    long.add_argument(
         "--window-pooling",
         choices=WINDOW_POOLINGS,
         default="mean",
@@ -117,6 +125,7 @@ def task_settings(args: argparse.Namespace):
         max_windows=args.max_windows,
         window_stride=args.window_stride,
         window_pooling=args.window_pooling,
+        window_placement=args.window_placement,
         max_first_segment_length=args.max_first_segment_length,
     )
 

@@ -68,7 +68,8 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
         metadata = json.loads(meta_file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{meta_file} is corrupt: {e}") from None
-    task = get_task(TaskSettings(**metadata["settings"]))
+    # Models fine-tuned before --window-placement read the head.
+    task = get_task(TaskSettings(**{"window_placement": "head", **metadata["settings"]}))
     tokenizer = AlbertTokenizer(path / SP_MODEL_FILE, do_lower_case=metadata["do_lower_case"])
     with keras_policy(metadata.get("dtype", "float32")):
         model = _build_model(path, metadata, task)

@@ -19,6 +19,7 @@ from albert_tf.errors import ConfigError, DataError
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 WINDOW_POOLINGS = ("mean", "max")
+WINDOW_PLACEMENTS = ("head", "spread", "head-tail")  # see finetune.windows.window_starts
 
 
 @dataclass
@@ -44,6 +45,7 @@ class TaskSettings:
     max_windows: int = 1
     window_stride: int | None = None  # tokens between window starts; None: half a window
     window_pooling: str = "mean"  # how window logits make the document's: "mean" or "max"
+    window_placement: str = "head"  # where K windows go on a longer text (windows.window_starts)
     max_first_segment_length: int | None = None  # pairs in windows: tokens kept of text A
 
 
@@ -91,6 +93,11 @@ class Task:
             raise ConfigError(
                 f"--window-pooling must be one of {', '.join(WINDOW_POOLINGS)}, "
                 f"got {s.window_pooling!r}"
+            )
+        if s.window_placement not in WINDOW_PLACEMENTS:
+            raise ConfigError(
+                f"--window-placement must be one of {', '.join(WINDOW_PLACEMENTS)}, "
+                f"got {s.window_placement!r}"
             )
         if s.max_windows < 1:
             raise ConfigError(f"--max-windows must be positive, got {s.max_windows}")

@@ -68,16 +68,16 @@ class Classify(Task):
         s = self.settings
         targets = self.targets(examples)
         if s.max_windows > 1:
-            inputs, cut = windows.encode_windows(
+            windowed = windows.encode_windows(
                 examples,
                 tokenizer,
                 s.max_seq_length,
                 s.max_windows,
                 s.window_stride,
                 s.max_first_segment_length,
+                s.window_placement,
             )
-            skipped = {"cut past --max-windows windows": cut} if cut else {}
-            return TaskData(inputs, targets, examples, skipped)
+            return TaskData(windowed.inputs, targets, examples, windowed.skipped())
         encoded = features.encode_text(examples, tokenizer, s.max_seq_length)
         skipped = {"truncated to --max-seq-length": encoded.truncated} if encoded.truncated else {}
         return TaskData(encoded.inputs, targets, examples, skipped)
@@ -162,6 +162,7 @@ class Classify(Task):
                 s.window_stride,
                 s.max_first_segment_length,
                 module.pack,
+                s.window_placement,
             )
         else:
             inputs = module.pack(segments)
