@@ -17,9 +17,7 @@ from albert_tf.finetune import windows
 from albert_tf.finetune.data import TextExample
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.serving import pack_segments
-from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.tasks.base import WINDOW_PLACEMENTS
-from albert_tf.finetune.trainer import TrainSettings
+from albert_tf.finetune.settings import WINDOW_PLACEMENTS
 from preprocess.graph_tokenizer import GraphTokenizer
 from preprocess.tokenizer import AlbertTokenizer
 from tests.helpers import finetune_files, write_config
@@ -33,8 +31,6 @@ def test_window_starts_cover_the_text_then_stop():
     assert windows.tokens_outside(100, 10, [0, 5, 10, 15]) == 75
     assert windows.window_stride(room=10, stride=None) == 5
     assert windows.window_stride(room=10, stride=30) == 10  # never a gap between windows
-    with pytest.raises(ConfigError, match="--max-first-segment-length must be in"):
-        windows.first_segment_bound(16, 13)
 
 
 def test_window_placements_on_a_long_text():
@@ -216,8 +212,15 @@ def late_label(tmp_path_factory, fixtures_dir):
 def _accuracy(root, config, fixtures_dir, max_windows):
     result = finetune_files(
         root,
-        TaskSettings("classify", max_seq_length=64, max_windows=max_windows, window_stride=62),
-        TrainSettings(epochs=4, batch_size=16, learning_rate=5e-3, dtype="float32", seed=1),
+        "classify",
+        max_seq_length=64,
+        max_windows=max_windows,
+        window_stride=62,
+        epochs=4,
+        batch_size=16,
+        learning_rate=5e-3,
+        dtype="float32",
+        seed=1,
         output=f"model-{max_windows}",
         config=str(config),
         export_serving=False,
@@ -240,9 +243,16 @@ def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path):
             n = rng.randint(3, 40)
             lines.append(f"{' '.join(rng.choices(FILLER, k=n))}\t{n / 10}")
         (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    task = TaskSettings("regress", max_seq_length=16, max_windows=3)
-    run = TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32")
-    result = finetune_files(tmp_path, task, run)
+    result = finetune_files(
+        tmp_path,
+        "regress",
+        max_seq_length=16,
+        max_windows=3,
+        epochs=1,
+        batch_size=8,
+        learning_rate=1e-3,
+        dtype="float32",
+    )
     records, scores, dev = predict_file(
         load_finetuned(tmp_path / "model"), str(tmp_path / "dev.tsv")
     )

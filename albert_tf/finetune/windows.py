@@ -29,20 +29,14 @@ import numpy as np
 from albert_tf.errors import ConfigError
 from albert_tf.finetune.data import TagExample, TextExample
 from albert_tf.finetune.features import IGNORE_LABEL, Encoded, pack, word_pieces
-from albert_tf.finetune.tasks.base import INPUT_NAMES, WINDOW_PLACEMENTS
+from albert_tf.finetune.settings import WINDOW_PLACEMENTS
+from albert_tf.finetune.tasks.base import INPUT_NAMES
 
 
 def first_segment_bound(max_seq_length: int, bound: int | None) -> int:
-    """Tokens of text A kept in a windowed pair: `bound`, by default half the packed room."""
-    limit = max_seq_length - 4  # at least one token of text B per window
-    if bound is None:
-        return (max_seq_length - 3) // 2
-    if not 1 <= bound <= limit:
-        raise ConfigError(
-            f"--max-first-segment-length must be in [1, {limit}] at --max-seq-length "
-            f"{max_seq_length}, got {bound}"
-        )
-    return bound
+    """Tokens of text A kept in a windowed pair: `bound` (at most max_seq_length - 4, checked
+    by `FinetuneSettings`), by default half the packed room."""
+    return (max_seq_length - 3) // 2 if bound is None else bound
 
 
 def window_stride(room: int, stride: int | None) -> int:

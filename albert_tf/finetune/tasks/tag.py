@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from albert_tf.errors import ConfigError, DataError
+from albert_tf.errors import DataError
 from albert_tf.finetune import data, features, metrics, windows
 from albert_tf.finetune.tasks.base import Task, TaskData
 
@@ -21,12 +21,6 @@ class Tag(Task):
     name = "tag"
     best_metric = "f1"
     reads = "sequence_output"
-    supports_windows = True
-
-    def validate(self) -> None:
-        super().validate()
-        if self.settings.window_pooling != "mean":
-            raise ConfigError("tag pools windows by their mean only (--window-pooling mean)")
 
     def default_tag(self) -> str:
         """The tag of words cut off by --max-seq-length."""
@@ -38,9 +32,10 @@ class Tag(Task):
 
     def configure(self, examples: list, path: str) -> None:
         if self.settings.labels is None:
-            self.settings.labels = sorted({t for e in examples for t in e.tags})
-            if not self.settings.labels:
+            labels = sorted({t for e in examples for t in e.tags})
+            if not labels:
                 raise DataError(f"{path}: no tags found")
+            self.settings = self.settings.replace(labels=labels)
 
     def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
         for e in examples:
