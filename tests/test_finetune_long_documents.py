@@ -17,18 +17,20 @@ from tests.helpers import finetune_files, write_config
 from tests.test_finetune_windows import FILLER
 
 TOKENS = 1300  # every word is one piece of the fixture vocabulary
-RUN = dict(max_seq_length=128, epochs=4, batch_size=16, learning_rate=5e-3, dtype="float32", seed=1)
+RUN = dict(max_seq_length=128, epochs=5, batch_size=32, learning_rate=1e-2, dtype="float32", seed=1)
 
 
 def write_reviews(path, count, seed):
-    """`count` documents of TOKENS words: filler, then "in the end it is turtle" (label a) or
-    "... widget" (label b), the only words that tell the labels apart."""
+    """`count` documents of TOKENS words: filler, then the last sentence "in the end turtle and
+    turtle and turtle" (label a) or the same with "widget" (label b), the only words that tell
+    the labels apart."""
     rng = random.Random(seed)
     with open(path, "w", encoding="utf-8") as f:
         f.write("text\tlabel\n")
         for _ in range(count):
             label = rng.choice("ab")
-            verdict = ["in", "the", "end", "it", "is", "turtle" if label == "a" else "widget"]
+            word = "turtle" if label == "a" else "widget"
+            verdict = ["in", "the", "end", word, "and", word, "and", word]
             words = rng.choices(FILLER, k=TOKENS - len(verdict)) + verdict
             f.write(f"{' '.join(words)}\t{label}\n")
 
@@ -36,7 +38,7 @@ def write_reviews(path, count, seed):
 @pytest.fixture(scope="module")
 def reviews(tmp_path_factory):
     root = tmp_path_factory.mktemp("reviews")
-    write_reviews(root / "train.tsv", 128, seed=0)
+    write_reviews(root / "train.tsv", 96, seed=0)
     write_reviews(root / "dev.tsv", 40, seed=1)
     config = write_config(root, max_position_embeddings=128, initializer_range=0.1)
     return root, str(config)

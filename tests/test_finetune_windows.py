@@ -24,10 +24,15 @@ from tests.helpers import finetune_files, write_config
 
 
 def test_window_starts_cover_the_text_then_stop():
-    assert windows.window_starts(0, room=10, stride=5, max_windows=4) == [0]
-    assert windows.window_starts(10, room=10, stride=5, max_windows=4) == [0]
-    assert windows.window_starts(11, room=10, stride=5, max_windows=4) == [0, 5]
-    assert windows.window_starts(100, room=10, stride=5, max_windows=4) == [0, 5, 10, 15]
+    assert windows.window_starts(0, room=10, stride=5, max_windows=4, placement="head") == [0]
+    assert windows.window_starts(10, room=10, stride=5, max_windows=4, placement="head") == [0]
+    assert windows.window_starts(11, room=10, stride=5, max_windows=4, placement="head") == [0, 5]
+    assert windows.window_starts(100, room=10, stride=5, max_windows=4, placement="head") == [
+        0,
+        5,
+        10,
+        15,
+    ]
     assert windows.tokens_outside(100, 10, [0, 5, 10, 15]) == 75
     assert windows.window_stride(room=10, stride=None) == 5
     assert windows.window_stride(room=10, stride=30) == 10  # never a gap between windows
@@ -235,12 +240,13 @@ def test_windows_learn_a_label_past_token_300(late_label, fixtures_dir):
     assert _accuracy(root, config, fixtures_dir, max_windows=1) <= 0.7
 
 
-def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path):
+@pytest.mark.parametrize("placement", ["spread", "head-tail"])
+def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path, placement):
     rng = random.Random(5)
     for name, count in (("train.tsv", 16), ("dev.tsv", 5)):
         lines = ["sentence\tscore"]
         for _ in range(count):
-            n = rng.randint(3, 40)
+            n = rng.randint(3, 60)
             lines.append(f"{' '.join(rng.choices(FILLER, k=n))}\t{n / 10}")
         (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = finetune_files(
@@ -248,6 +254,7 @@ def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path):
         "regress",
         max_seq_length=16,
         max_windows=3,
+        window_placement=placement,
         epochs=1,
         batch_size=8,
         learning_rate=1e-3,
@@ -260,6 +267,7 @@ def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path):
     predicted = [r["prediction"] for r in records]
     present = dev.inputs["input_mask"][:, :, 0] > 0  # [N, K]
     assert present.sum(axis=1).tolist() != [1] * 5  # some texts have several windows
+    assert dev.skipped["tokens in no window"] > 0  # and some have gaps the placement chose
     per_window = result.model({k: v[present] for k, v in dev.inputs.items()})["predictions"]
     document = np.repeat(np.arange(5), present.sum(axis=1))
     means = [per_window.numpy()[document == n].mean() for n in range(5)]

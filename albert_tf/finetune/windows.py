@@ -45,7 +45,7 @@ def window_stride(room: int, stride: int | None) -> int:
 
 
 def window_starts(
-    num_tokens: int, room: int, stride: int, max_windows: int, placement: str = "head"
+    num_tokens: int, room: int, stride: int, max_windows: int, placement: str
 ) -> list[int]:
     """First token of each window a text of `num_tokens` tokens gets (the one definition: the
     graph's `graph_window_plan` and any other runtime compute exactly these integers).
@@ -122,9 +122,9 @@ def encode_windows(
     tokenizer,
     max_seq_length: int,
     max_windows: int,
-    stride: int | None = None,
-    first_bound: int | None = None,
-    placement: str = "head",
+    stride: int | None,
+    first_bound: int | None,
+    placement: str,
 ) -> Windowed:
     """The window features of every example, and what no window holds."""
     inputs = _zero_features(len(examples), max_windows, max_seq_length)
@@ -152,9 +152,9 @@ def encode_tag_windows(
     tokenizer,
     max_seq_length: int,
     max_windows: int,
-    stride: int | None = None,
-    tags: Sequence[str] | None = None,
-    placement: str = "head",
+    stride: int | None,
+    tags: Sequence[str] | None,
+    placement: str,
 ) -> Encoded:
     """Tagging features over windows of a sentence's word pieces: inputs, labels and word_index
     [N, max_windows, S] (as `features.encode_tags`: the first piece of a word carries its tag
@@ -217,7 +217,7 @@ def graph_windows(
     stride: int | None,
     first_bound: int | None,
     pack_segments: Callable[[list], dict],
-    placement: str = "head",
+    placement: str,
 ) -> dict:
     """The features of `encode_windows` in the graph: token ids tf.RaggedTensor [B, (n)] of text
     A (None for single texts) and of the windowed text in; int32 [B, max_windows, S] each out.
