@@ -33,7 +33,6 @@ seeds and prints the README's table.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -46,6 +45,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ablation import mean_se  # noqa: E402  (siblings of this script)
+from brown_windows import cpu_name, write_tsv  # noqa: E402
 from corpora import NPM_PACKAGES, brown_documents, fetch_npm  # noqa: E402
 from rotten_tomatoes import fetch, snippet_rows  # noqa: E402
 
@@ -131,20 +132,6 @@ def build_task(
     return documents
 
 
-def write_tsv(path: Path, rows: list[tuple[str, str]]) -> None:
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
-        writer.writerow(["text", "label"])
-        writer.writerows(rows)
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
 def run_settings(run: str, max_windows: int, longest: int) -> dict:
     """The window flags of one run: a placement at K windows, or windows over every token."""
     if run == REFERENCE:
@@ -225,13 +212,6 @@ def prepare(args, task: str, seed: int, brown: Path, reviews) -> tuple[Path, Pat
     return work, sp_model, stats
 
 
-def mean_se(values: list[float]) -> tuple[float, float]:
-    """Mean and standard error of the mean over seeds (NaN error for one value)."""
-    mean = statistics.mean(values)
-    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
-    return mean, se
-
-
 def report(results: Path, summary_path: Path, settings: dict) -> str:
     """Mean ± SE over seeds per task and run, and each placement minus head per seed; writes
     the summary JSON and returns the markdown table."""
@@ -309,7 +289,7 @@ def main() -> None:
                     out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
                     print(json.dumps(record), flush=True)
     settings = {k: v for k, v in vars(args).items() if k not in ("work", "results", "report")}
-    print(report(results, RESULTS / "long_documents.json", settings))
+    print(report(results, results.with_suffix(".json"), settings))
 
 
 if __name__ == "__main__":

@@ -17,20 +17,20 @@ from tests.helpers import finetune_files, write_config
 from tests.test_finetune_windows import FILLER
 
 TOKENS = 1300  # every word is one piece of the fixture vocabulary
-RUN = dict(max_seq_length=128, epochs=5, batch_size=32, learning_rate=1e-2, dtype="float32", seed=1)
+RUN = dict(max_seq_length=128, epochs=6, batch_size=32, learning_rate=5e-3, dtype="float32", seed=1)
 
 
 def write_reviews(path, count, seed):
     """`count` documents of TOKENS words: filler, then the last sentence "in the end turtle and
-    turtle and turtle" (label a) or the same with "widget" (label b), the only words that tell
-    the labels apart."""
+    turtle and ... turtle" (6 times; label a) or the same with "widget" (label b), the only
+    words that tell the labels apart."""
     rng = random.Random(seed)
     with open(path, "w", encoding="utf-8") as f:
         f.write("text\tlabel\n")
         for _ in range(count):
             label = rng.choice("ab")
             word = "turtle" if label == "a" else "widget"
-            verdict = ["in", "the", "end", word, "and", word, "and", word]
+            verdict = ["in", "the", "end", *[word, "and"] * 5, word]
             words = rng.choices(FILLER, k=TOKENS - len(verdict)) + verdict
             f.write(f"{' '.join(words)}\t{label}\n")
 
@@ -38,7 +38,7 @@ def write_reviews(path, count, seed):
 @pytest.fixture(scope="module")
 def reviews(tmp_path_factory):
     root = tmp_path_factory.mktemp("reviews")
-    write_reviews(root / "train.tsv", 96, seed=0)
+    write_reviews(root / "train.tsv", 160, seed=0)
     write_reviews(root / "dev.tsv", 40, seed=1)
     config = write_config(root, max_position_embeddings=128, initializer_range=0.1)
     return root, str(config)
@@ -55,7 +55,7 @@ def test_default_placement_reads_the_verdict_as_windows_over_every_token(reviews
     assert every.metadata["skipped"]["eval"] == {}  # 11 x 126 tokens: nothing left out
     default = _run(root, config, "default", max_windows=8)
     head = _run(root, config, "head", max_windows=8, window_placement="head", export_serving=False)
-    assert every.metadata["best_value"] >= 0.9
+    assert every.metadata["best_value"] >= 0.9, every.metadata["history"]
     assert default.metadata["best_value"] >= every.metadata["best_value"] - 0.025  # one of 40
     assert head.metadata["best_value"] <= 0.7  # tokens 0-566 never hold the verdict
 

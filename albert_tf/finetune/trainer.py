@@ -2,8 +2,9 @@
 
 The output directory (written atomically) is a checkpoint directory of the brief with the task
 head: `albert_config.json`, a TF2 checkpoint whose root has `encoder` and `task_head`, `spm.model`,
-`finetune.json` (task settings, labels, per-epoch metrics, best epoch), TensorBoard logs under
-`logs/`, a copy of the TF-Hub encoder under `hub_encoder/` when fine-tuned from one, and the
+`finetune.json` (every setting of the run as `FinetuneSettings.record` writes it, with what the
+task learned from the training file; per-epoch metrics, best epoch, what the features left
+out), TensorBoard logs under `logs/`, a copy of the TF-Hub encoder under `hub_encoder/` when fine-tuned from one, and the
 serving SavedModel under `serving/`.
 """
 
