@@ -92,8 +92,8 @@ def cpu_name() -> str:
 
 def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
     """One split, vocabulary and initialization (all from `seed`), fine-tuned both ways."""
-    from albert_tf.finetune.tasks import TaskSettings
-    from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
+    from albert_tf.finetune.settings import FinetuneSettings
+    from albert_tf.finetune.trainer import finetune
     from preprocess.spm_train import train_sentencepiece
 
     work = Path(args.work) / f"seed-{seed}"
@@ -110,26 +110,21 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
     runs = []
     for windows in (1, args.max_windows):
         started = time.time()
-        task = TaskSettings(
-            "classify",
-            max_seq_length=args.max_seq_length,
-            max_windows=windows,
-            window_stride=args.window_stride,
-        )
-        train = TrainSettings(
-            epochs=args.epochs,
-            batch_size=args.batch_size,
-            learning_rate=args.learning_rate,
-            seed=seed,
-            dtype="float32",
-        )
         result = finetune(
             FinetuneSettings(
+                task="classify",
                 train_path=str(work / "train.tsv"),
                 output_dir=str(work / f"runs/windows-{windows}"),
                 init="random",
-                task=task,
-                train=train,
+                max_seq_length=args.max_seq_length,
+                max_windows=windows,
+                window_stride=args.window_stride,
+                window_placement="head",  # as measured: these windows read the first 756 tokens
+                epochs=args.epochs,
+                batch_size=args.batch_size,
+                learning_rate=args.learning_rate,
+                seed=seed,
+                dtype="float32",
                 eval_path=str(work / "dev.tsv"),
                 config=str(work / CONFIG_FILE),
                 sp_model=str(sp_model),

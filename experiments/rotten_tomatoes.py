@@ -138,8 +138,8 @@ def finetune_and_score(
     architecture; a file). `max_steps` cuts training short (smoke runs). Returns dev and test accuracy, test F1, the best epoch and the minutes taken.
     """
     from albert_tf.finetune.predict import load_finetuned, predict_file
-    from albert_tf.finetune.tasks import TaskSettings
-    from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
+    from albert_tf.finetune.settings import FinetuneSettings
+    from albert_tf.finetune.trainer import finetune
 
     started = time.time()
     result = finetune(
@@ -147,15 +147,14 @@ def finetune_and_score(
             train_path=str(paths["train"]),
             output_dir=str(output),
             init=init,
-            task=TaskSettings("classify", max_seq_length=max_seq_length),
-            train=TrainSettings(
-                epochs=epochs,
-                batch_size=batch_size,
-                learning_rate=learning_rate,
-                seed=seed,
-                dtype=dtype,
-                max_steps=max_steps,
-            ),
+            task="classify",
+            max_seq_length=max_seq_length,
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            seed=seed,
+            dtype=dtype,
+            max_steps=max_steps,
             eval_path=str(paths["dev"]),
             config=str(config) if config else None,
             sp_model=str(sp_model),

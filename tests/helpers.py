@@ -413,7 +413,6 @@ def write_config(directory, **overrides):
 def finetune_files(
     root,
     task,
-    train,
     *,
     init="random",
     train_file="train.tsv",
@@ -421,9 +420,11 @@ def finetune_files(
     output="model",
     **settings,
 ):
-    """Fine-tunes `init` on root/train_file (evaluating on root/eval_file unless None) into
-    root/output, quietly. From "random", TINY_FINETUNE_CONFIG and the fixture tokenizer by default."""
-    from albert_tf.finetune.trainer import FinetuneSettings, finetune
+    """Fine-tunes `init` for `task` on root/train_file (evaluating on root/eval_file unless None)
+    into root/output, quietly; `settings` are other `FinetuneSettings` fields. From "random",
+    TINY_FINETUNE_CONFIG and the fixture tokenizer by default."""
+    from albert_tf.finetune.settings import FinetuneSettings
+    from albert_tf.finetune.trainer import finetune
     from tests.conftest import FIXTURES
 
     if init == "random":
@@ -436,7 +437,6 @@ def finetune_files(
             output_dir=str(root / output),
             init=str(init),
             task=task,
-            train=train,
             eval_path=str(root / eval_file) if eval_file else None,
             **settings,
         ),

@@ -13,11 +13,9 @@ from albert_tf import cli
 from albert_tf.checkpoint import checkpoint_children
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
-from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import TrainSettings
 from tests.helpers import finetune_files, write_config, write_pairs
 
-FAST = TrainSettings(epochs=2, batch_size=8, learning_rate=1e-3, dtype="float32", seed=1)
+FAST = dict(epochs=2, batch_size=8, learning_rate=1e-3, dtype="float32", seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +23,7 @@ def classify_run(tmp_path_factory, fixtures_dir):
     root = tmp_path_factory.mktemp("classify")
     write_pairs(root / "train.tsv", 48, seed=0)
     write_pairs(root / "dev.tsv", 12, seed=1)
-    result = finetune_files(root, TaskSettings("classify", max_seq_length=20), FAST)
+    result = finetune_files(root, "classify", max_seq_length=20, **FAST)
     return root, result
 
 
@@ -171,7 +169,7 @@ def test_bad_input_one_line_exit_2(tmp_path, fixtures_dir, capsys):
 
 @pytest.mark.parametrize(("name", "kind"), [("adamw", "AdamWeightDecay"), ("lamb", "LAMB")])
 def test_optimizer_warmup_then_linear_decay(name, kind):
-    from albert_tf.pretraining.optimizer import build_optimizer
+    from albert_tf.optimizer import build_optimizer
 
     optimizer = build_optimizer(1e-3, 100, 10, name=name, weight_decay=0.01)
     assert type(optimizer).__name__ == kind

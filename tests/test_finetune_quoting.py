@@ -15,8 +15,6 @@ from albert_tf.errors import DataError
 from albert_tf.finetune import data
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
-from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import TrainSettings
 from tests.helpers import finetune_files
 
 HARD_ROWS = [
@@ -113,11 +111,17 @@ def test_predict_evaluation_and_serving_agree_on_quoted_rows(tmp_path, fixtures_
     write_csv_tsv(tmp_path / "dev.tsv", dev_rows)
     result = finetune_files(
         tmp_path,
-        TaskSettings("classify", max_seq_length=24, max_windows=3, window_stride=8),
-        TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32"),
+        "classify",
+        max_seq_length=24,
+        max_windows=3,
+        window_stride=8,
+        epochs=1,
+        batch_size=8,
+        learning_rate=1e-3,
+        dtype="float32",
     )
     meta = json.loads((tmp_path / "model" / "finetune.json").read_text())
-    assert meta["skipped"]["eval"]["cut past --max-windows windows"] > 0
+    assert meta["skipped"]["eval"]["tokens in no window"] > 0
     # evaluation: the in-memory model on the file's features, as the trainer scores each epoch
     dev = result.task.load(str(tmp_path / "dev.tsv"), result.tokenizer)
     assert dev.inputs["input_word_ids"].shape == (10, 3, 24)

@@ -16,13 +16,11 @@ from albert_tf.convert.tf1 import load_tf1_checkpoint
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
-from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import TrainSettings
 from export.encoder import save_encoder
 from preprocess.spm_train import train_sentencepiece
 from tests.helpers import TINY_FINETUNE_CONFIG, finetune_files, write_pairs
 
-ONE_EPOCH = TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32", seed=2)
+ONE_EPOCH = dict(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32", seed=2)
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +37,9 @@ def test_from_tf1_checkpoint(tmp_path, fixtures_dir, sp_model_97):
     write_pairs(tmp_path / "train.tsv", 16, seed=0)
     result = finetune_files(
         tmp_path,
-        TaskSettings("classify", max_seq_length=24),
-        ONE_EPOCH,
+        "classify",
+        max_seq_length=24,
+        **ONE_EPOCH,
         init=str(tf1 / "model.ckpt"),
         eval_file="train.tsv",
         config=str(tf1 / "albert_config.json"),
@@ -67,8 +66,9 @@ def test_tokenizer_larger_than_model_vocab_is_rejected(tmp_path, fixtures_dir):
     with pytest.raises(ConfigError, match="has 1000 pieces but the encoder's vocabulary has 97"):
         finetune_files(
             tmp_path,
-            TaskSettings("classify", max_seq_length=24),
-            ONE_EPOCH,
+            "classify",
+            max_seq_length=24,
+            **ONE_EPOCH,
             init=str(tf1),
             eval_file=None,
             sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
@@ -84,8 +84,9 @@ def test_from_tfhub_encoder_directory(tmp_path, fixtures_dir):
     write_pairs(tmp_path / "dev.tsv", 6, seed=1)
     result = finetune_files(
         tmp_path,
-        TaskSettings("classify", max_seq_length=24),
-        ONE_EPOCH,
+        "classify",
+        max_seq_length=24,
+        **ONE_EPOCH,
         init=str(hub_dir),
         export_serving=False,
     )

@@ -9,28 +9,77 @@ import random
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from albert_tf.errors import ConfigError
 from albert_tf.finetune import windows
 from albert_tf.finetune.data import TextExample
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.serving import pack_segments
-from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import TrainSettings
+from albert_tf.finetune.settings import WINDOW_PLACEMENTS
 from preprocess.graph_tokenizer import GraphTokenizer
 from preprocess.tokenizer import AlbertTokenizer
 from tests.helpers import finetune_files, write_config
 
 
 def test_window_starts_cover_the_text_then_stop():
-    assert windows.window_starts(0, room=10, stride=5, max_windows=4) == [0]
-    assert windows.window_starts(10, room=10, stride=5, max_windows=4) == [0]
-    assert windows.window_starts(11, room=10, stride=5, max_windows=4) == [0, 5]
-    assert windows.window_starts(100, room=10, stride=5, max_windows=4) == [0, 5, 10, 15]
+    assert windows.window_starts(0, room=10, stride=5, max_windows=4, placement="head") == [0]
+    assert windows.window_starts(10, room=10, stride=5, max_windows=4, placement="head") == [0]
+    assert windows.window_starts(11, room=10, stride=5, max_windows=4, placement="head") == [0, 5]
+    assert windows.window_starts(100, room=10, stride=5, max_windows=4, placement="head") == [
+        0,
+        5,
+        10,
+        15,
+    ]
+    assert windows.tokens_outside(100, 10, [0, 5, 10, 15]) == 75
     assert windows.window_stride(room=10, stride=None) == 5
     assert windows.window_stride(room=10, stride=30) == 10  # never a gap between windows
-    with pytest.raises(ConfigError, match="--max-first-segment-length must be in"):
-        windows.first_segment_bound(16, 13)
+
+
+def test_window_placements_on_a_long_text():
+    # 1,300 tokens, 8 windows of 126 at stride 63: the reviews
+    starts = {p: windows.window_starts(1300, 126, 63, 8, p) for p in WINDOW_PLACEMENTS}
+    assert starts["head"] == [0, 63, 126, 189, 252, 315, 378, 441]
+    assert starts["spread"] == [0, 167, 335, 503, 670, 838, 1006, 1174]  # floor(w * 1174 / 7)
+    assert starts["head-tail"] == [0, 63, 126, 189, 985, 1048, 1111, 1174]
+    outside = {p: windows.tokens_outside(1300, 126, s) for p, s in starts.items()}
+    assert outside == {"head": 1300 - 567, "spread": 1300 - 8 * 126, "head-tail": 1300 - 2 * 315}
+    for placement in WINDOW_PLACEMENTS:  # a text that fits in K windows keeps them
+        assert windows.window_starts(567, 126, 63, 8, placement) == list(range(0, 442, 63))
+        assert windows.window_starts(1300, 126, 63, 1, placement) == [0]
+    with pytest.raises(ConfigError, match="--window-placement must be one of"):
+        windows.window_starts(1300, 126, 63, 8, "middle")
+
+
+@settings(max_examples=60)
+@given(
+    lengths=st.lists(st.integers(0, 2000), min_size=1, max_size=12),
+    room=st.integers(1, 200),
+    stride=st.one_of(st.none(), st.integers(1, 300)),
+    max_windows=st.integers(1, 10),
+    placement=st.sampled_from(WINDOW_PLACEMENTS),
+)
+def test_graph_places_windows_as_python_does(lengths, room, stride, max_windows, placement):
+    step = windows.window_stride(room, stride)
+    expected = [windows.window_starts(n, room, step, max_windows, placement) for n in lengths]
+    starts, exists = windows.graph_window_plan(
+        tf.constant(lengths, tf.int64),
+        tf.fill([len(lengths)], tf.constant(room, tf.int64)),
+        max_windows,
+        stride,
+        placement,
+    )
+    got = [row[keep].tolist() for row, keep in zip(starts.numpy(), exists.numpy(), strict=True)]
+    assert got == expected
+    for n, plan in zip(lengths, expected, strict=True):
+        assert plan[0] == 0 and all(b > a for a, b in zip(plan, plan[1:], strict=False))
+        fits = 1 + -(-max(n - room, 0) // step) <= max_windows
+        if fits or placement == "head":
+            assert plan == [w * step for w in range(len(plan))]
+        if not fits and placement != "head" and max_windows > 1:
+            assert plan[-1] + room == n  # the last window ends on the last token
 
 
 @pytest.fixture(scope="module")
@@ -39,21 +88,30 @@ def tokenizers(fixtures_dir):
     return AlbertTokenizer(path), GraphTokenizer(path)
 
 
-def _graph_features(graph_tokenizer, examples, length, max_windows, stride, bound):
+def _graph_features(graph_tokenizer, examples, length, max_windows, stride, bound, placement):
     pairs = examples[0].text_b is not None
     text = graph_tokenizer.tokenize(
         tf.constant([e.text_b if pairs else e.text_a for e in examples])
     )
     first = graph_tokenizer.tokenize(tf.constant([e.text_a for e in examples])) if pairs else None
     pack = functools.partial(pack_segments, tokenizer=graph_tokenizer, length=length)
-    got = windows.graph_windows(first, text, length, max_windows, stride, bound, pack)
+    got = windows.graph_windows(first, text, length, max_windows, stride, bound, pack, placement)
     return {k: v.numpy() for k, v in got.items()}
 
 
 @pytest.mark.parametrize(
-    ("pairs", "stride", "bound"), [(False, None, None), (False, 7, None), (True, 5, 6)]
+    ("pairs", "stride", "bound", "placement"),
+    [
+        (False, None, None, "head"),
+        (False, 7, None, "head"),
+        (True, 5, 6, "head"),
+        (False, None, None, "spread"),
+        (True, 3, 6, "spread"),
+        (False, 7, None, "head-tail"),
+        (True, None, 5, "head-tail"),
+    ],
 )
-def test_python_and_graph_windows_agree(tokenizers, pairs, stride, bound):
+def test_python_and_graph_windows_agree(tokenizers, pairs, stride, bound, placement):
     python_tokenizer, graph_tokenizer = tokenizers
     rng = random.Random(3)
     words = [
@@ -77,10 +135,12 @@ def test_python_and_graph_windows_agree(tokenizers, pairs, stride, bound):
         TextExample(t, texts[-1 - i] if pairs else None, None, f"x:{i}")
         for i, t in enumerate(texts)
     ]
-    expected, cut = windows.encode_windows(examples, python_tokenizer, 16, 4, stride, bound)
+    windowed = windows.encode_windows(examples, python_tokenizer, 16, 4, stride, bound, placement)
+    expected = windowed.inputs
     assert expected["input_word_ids"].shape == (len(texts), 4, 16)
-    assert cut > 0 and expected["input_mask"][:, :, 0].sum() > len(texts)  # several windows
-    got = _graph_features(graph_tokenizer, examples, 16, 4, stride, bound)
+    assert windowed.texts_cut > 0 and windowed.tokens_cut > windowed.texts_cut
+    assert expected["input_mask"][:, :, 0].sum() > len(texts)  # several windows
+    got = _graph_features(graph_tokenizer, examples, 16, 4, stride, bound, placement)
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
 
@@ -157,8 +217,15 @@ def late_label(tmp_path_factory, fixtures_dir):
 def _accuracy(root, config, fixtures_dir, max_windows):
     result = finetune_files(
         root,
-        TaskSettings("classify", max_seq_length=64, max_windows=max_windows, window_stride=62),
-        TrainSettings(epochs=4, batch_size=16, learning_rate=5e-3, dtype="float32", seed=1),
+        "classify",
+        max_seq_length=64,
+        max_windows=max_windows,
+        window_stride=62,
+        epochs=4,
+        batch_size=16,
+        learning_rate=5e-3,
+        dtype="float32",
+        seed=1,
         output=f"model-{max_windows}",
         config=str(config),
         export_serving=False,
@@ -173,17 +240,26 @@ def test_windows_learn_a_label_past_token_300(late_label, fixtures_dir):
     assert _accuracy(root, config, fixtures_dir, max_windows=1) <= 0.7
 
 
-def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path):
+@pytest.mark.parametrize("placement", ["spread", "head-tail"])
+def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path, placement):
     rng = random.Random(5)
     for name, count in (("train.tsv", 16), ("dev.tsv", 5)):
         lines = ["sentence\tscore"]
         for _ in range(count):
-            n = rng.randint(3, 40)
+            n = rng.randint(3, 60)
             lines.append(f"{' '.join(rng.choices(FILLER, k=n))}\t{n / 10}")
         (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    task = TaskSettings("regress", max_seq_length=16, max_windows=3)
-    run = TrainSettings(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32")
-    result = finetune_files(tmp_path, task, run)
+    result = finetune_files(
+        tmp_path,
+        "regress",
+        max_seq_length=16,
+        max_windows=3,
+        window_placement=placement,
+        epochs=1,
+        batch_size=8,
+        learning_rate=1e-3,
+        dtype="float32",
+    )
     records, scores, dev = predict_file(
         load_finetuned(tmp_path / "model"), str(tmp_path / "dev.tsv")
     )
@@ -191,6 +267,7 @@ def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path):
     predicted = [r["prediction"] for r in records]
     present = dev.inputs["input_mask"][:, :, 0] > 0  # [N, K]
     assert present.sum(axis=1).tolist() != [1] * 5  # some texts have several windows
+    assert dev.skipped["tokens in no window"] > 0  # and some have gaps the placement chose
     per_window = result.model({k: v[present] for k, v in dev.inputs.items()})["predictions"]
     document = np.repeat(np.arange(5), present.sum(axis=1))
     means = [per_window.numpy()[document == n].mean() for n in range(5)]

@@ -91,10 +91,13 @@ def test_saved_model_never_holds_fused_kernels(tmp_path: Path):
 def test_prediction_batches_run_fused():
     from albert_tf.finetune.inference import batched_outputs
     from albert_tf.finetune.models import TaskHead, TaskModel
-    from albert_tf.finetune.tasks import TaskSettings, get_task
+    from albert_tf.finetune.settings import FinetuneSettings
+    from albert_tf.finetune.tasks import get_task
 
     encoder = AlbertEncoder(helpers.tiny_config())
-    task = get_task(TaskSettings("classify", labels=["a", "b", "c"]))
+    task = get_task(
+        FinetuneSettings("classify", "train.tsv", "random", "out", labels=("a", "b", "c"))
+    )
     model = TaskModel(encoder, TaskHead(num_outputs=3), task)
     inputs = {k: v.numpy() for k, v in helpers.make_inputs(encoder.config, batch=5).items()}
     outputs = batched_outputs(model, inputs, batch_size=2)

@@ -9,9 +9,9 @@ import pytest
 
 from albert_tf.dtypes import cpu_supports_bfloat16, policy_name, resolve_dtype
 from albert_tf.errors import ConfigError, DataError
+from albert_tf.optimizer import build_optimizer
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.losses import metrics_from_sums, pretraining_sums, replica_loss
-from albert_tf.pretraining.optimizer import build_optimizer
 from tests import helpers
 
 TINY = helpers.tiny_pretraining_config(vocab_size=50)

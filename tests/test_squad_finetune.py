@@ -11,8 +11,9 @@ import tensorflow as tf
 from albert_tf import cli
 from albert_tf.finetune import metrics
 from albert_tf.finetune.inference import batched_outputs
-from albert_tf.finetune.tasks import TaskSettings, get_task
-from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
+from albert_tf.finetune.settings import FinetuneSettings
+from albert_tf.finetune.tasks import get_task
+from albert_tf.finetune.trainer import finetune
 from preprocess.normalize import preprocess_text
 from tests.helpers import write_config
 
@@ -81,12 +82,16 @@ def squad_run(tmp_path_factory, fixtures_dir):
             train_path=str(squad_file(root / "train-v2.0.json", 4)),
             output_dir=str(root / "model"),
             init="random",
-            task=TaskSettings(
-                "squad", max_seq_length=40, doc_stride=12, max_query_length=12, n_best_size=40
-            ),
-            train=TrainSettings(
-                epochs=3, batch_size=8, learning_rate=2e-3, dtype="float32", seed=3
-            ),
+            task="squad",
+            max_seq_length=40,
+            doc_stride=12,
+            max_query_length=12,
+            n_best_size=40,
+            epochs=3,
+            batch_size=8,
+            learning_rate=2e-3,
+            dtype="float32",
+            seed=3,
             eval_path=str(squad_file(root / "dev-v2.0.json", 1)),
             config=str(write_config(root)),
             sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
@@ -139,7 +144,7 @@ def test_predict_cli_spans_and_official_scores(squad_run, capsys):
 
 def test_serving_equals_in_memory(squad_run):
     root, result, _ = squad_run
-    task = get_task(TaskSettings(**{**vars(result.settings), "doc_stride": 128}))
+    task = get_task(result.settings.replace(doc_stride=128))
     short = root / "short.json"
     squad_file(short, 1)
     data = task.load(str(short), result.tokenizer)

@@ -10,11 +10,9 @@ import tensorflow as tf
 
 from albert_tf import cli
 from albert_tf.finetune.inference import batched_outputs
-from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import TrainSettings
 from tests.helpers import finetune_files
 
-FAST = TrainSettings(epochs=1, batch_size=4, learning_rate=1e-3, dtype="float32", seed=4)
+FAST = dict(epochs=1, batch_size=4, learning_rate=1e-3, dtype="float32", seed=4)
 
 
 def write_race(directory, count, seed):
@@ -38,8 +36,9 @@ def test_multiple_choice_race(tmp_path, fixtures_dir):
     write_race(tmp_path / "RACE" / "dev" / "high", 2, seed=1)
     result = finetune_files(
         tmp_path,
-        TaskSettings("multiple-choice", max_seq_length=24),
-        FAST,
+        "multiple-choice",
+        max_seq_length=24,
+        **FAST,
         train_file="RACE/train",
         eval_file="RACE/dev",
     )
@@ -97,12 +96,13 @@ def test_tagging_conll(tmp_path, fixtures_dir):
     # 12 positions: the 5-word sentences lose their last words, so the cut is exercised too
     result = finetune_files(
         tmp_path,
-        TaskSettings("tag", max_seq_length=12),
-        FAST,
+        "tag",
+        max_seq_length=12,
+        **FAST,
         train_file="train.txt",
         eval_file="dev.txt",
     )
-    assert result.settings.labels == ["B-LOC", "B-PER", "I-PER", "O"]
+    assert result.settings.labels == ("B-LOC", "B-PER", "I-PER", "O")
     assert result.metadata["skipped"]["train"]["truncated to --max-seq-length"] == 8
     dev = result.task.load(str(tmp_path / "dev.txt"), result.tokenizer)
     expected = result.task.decode(batched_outputs(result.model, dev.inputs, 8), dev)
@@ -126,11 +126,13 @@ def test_tagging_long_sentences_over_windows(tmp_path):
             words += [("visited", "O"), (rng.choice(["Paris", "Lima"]), "B-LOC"), ("today", "O")]
         long_lines += [f"{w} {t}" for w, t in words] + [""]
     (tmp_path / "dev.txt").write_text("\n".join(long_lines))
-    task = TaskSettings("tag", max_seq_length=12, max_windows=12, window_stride=6)
-    result = finetune_files(tmp_path, task, FAST, eval_file="dev.txt", train_file="train.txt")
+    windows = dict(max_seq_length=12, max_windows=12, window_stride=6)
+    result = finetune_files(
+        tmp_path, "tag", **windows, **FAST, eval_file="dev.txt", train_file="train.txt"
+    )
     dev = result.task.load(str(tmp_path / "dev.txt"), result.tokenizer)
     assert dev.inputs["input_word_ids"].shape == (3, 12, 12)
-    assert "cut past --max-windows windows" not in dev.skipped  # 12 windows reach piece 76
+    assert "tokens in no window" not in dev.skipped  # 12 windows reach piece 76
     expected = result.task.decode(batched_outputs(result.model, dev.inputs, 2), dev)
     assert [len(r["tags"]) for r in expected] == [10, 10, 10]
     serving = tf.saved_model.load(str(tmp_path / "model" / "serving")).signatures["serving_default"]

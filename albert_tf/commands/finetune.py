@@ -10,9 +10,14 @@ HELP = "Fine-tune ALBERT on classify, regress, squad, multiple-choice (RACE) or 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from albert_tf.dtypes import DTYPES
-    from albert_tf.finetune.data import QUOTINGS
-    from albert_tf.finetune.tasks import TASK_NAMES
-    from albert_tf.finetune.tasks.base import WINDOW_POOLINGS
+    from albert_tf.finetune.settings import (
+        OPTIMIZERS,
+        QUOTINGS,
+        TASK_NAMES,
+        WINDOW_PLACEMENTS,
+        WINDOW_POOLINGS,
+        cli_defaults,
+    )
 
     parser.add_argument("--task", required=True, choices=TASK_NAMES)
     parser.add_argument(
@@ -35,19 +40,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sp-model", help="SentencePiece model (default: the one with --init)")
     parser.add_argument("--no-lower-case", action="store_true", help="the model is cased")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--eval-batch-size", type=int, default=64)
-    parser.add_argument("--learning-rate", type=float, default=2e-5)
-    parser.add_argument("--warmup-proportion", type=float, default=0.1)
-    parser.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
-    parser.add_argument("--weight-decay", type=float, default=0.01)
-    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--eval-batch-size", type=int)
+    parser.add_argument("--learning-rate", type=float)
+    parser.add_argument("--warmup-proportion", type=float)
+    parser.add_argument("--optimizer", choices=OPTIMIZERS)
+    parser.add_argument("--weight-decay", type=float)
+    parser.add_argument("--max-seq-length", type=int)
     parser.add_argument("--max-steps", type=int, help="stop after this many training steps")
-    parser.add_argument("--seed", type=int, default=12345)
-    parser.add_argument(
-        "--dtype", default="auto", choices=DTYPES, help="compute dtype (auto: the machine's best)"
-    )
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--dtype", choices=DTYPES, help="compute dtype (auto: the machine's best)")
     text = parser.add_argument_group("classify/regress columns (name or 0-based index)")
     text.add_argument("--text-column")
     text.add_argument("--text-pair-column")
@@ -56,7 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     text.add_argument(
         "--quoting",
         choices=QUOTINGS,
-        default="auto",
         help="TSV/CSV field quoting: csv (as Python's csv module and pandas write: a field with "
         "a tab, quote or line break is quoted), none (GLUE: a quote is text), auto (default: csv "
         "for .csv files; for a TSV, csv exactly when a csv writer gives the file back)",
@@ -66,9 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     long.add_argument(
         "--max-windows",
         type=int,
-        default=1,
         help="read up to K windows of --max-seq-length per text and pool the window logits "
-        "(default 1: one window, the text's start)",
+        "(default %(default)s; 1 reads one window, the text's start)",
     )
     long.add_argument(
         "--window-stride",
@@ -76,10 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tokens between window starts (default: half a window, so windows overlap by half)",
     )
     long.add_argument(
+        "--window-placement",
+        choices=WINDOW_PLACEMENTS,
+        help="where the K windows go on a text that needs more: head (the first K), spread (evenly "
+        "from the first token to the last) or head-tail (half at each end); a text that fits in "
+        "K windows keeps them all (default %(default)s)",
+    )
+    long.add_argument(
         "--window-pooling",
         choices=WINDOW_POOLINGS,
-        default="mean",
-        help="how window logits make the text's (default mean); training pools the same way",
+        help="how window logits make the text's (default %(default)s); training pools the same way",
     )
     long.add_argument(
         "--max-first-segment-length",
@@ -88,71 +95,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: half the window)",
     )
     squad = parser.add_argument_group("squad")
-    squad.add_argument("--doc-stride", type=int, default=128)
-    squad.add_argument("--max-query-length", type=int, default=64)
-    squad.add_argument("--n-best-size", type=int, default=20)
-    squad.add_argument("--max-answer-length", type=int, default=30)
-    squad.add_argument("--null-score-diff-threshold", type=float, default=0.0)
+    squad.add_argument("--doc-stride", type=int)
+    squad.add_argument("--max-query-length", type=int)
+    squad.add_argument("--n-best-size", type=int)
+    squad.add_argument("--max-answer-length", type=int)
+    squad.add_argument("--null-score-diff-threshold", type=float)
     parser.add_argument("--no-serving", action="store_true", help="skip the serving SavedModel")
-
-
-def task_settings(args: argparse.Namespace):
-    """The TaskSettings the flags describe."""
-    from albert_tf.finetune.tasks import TaskSettings
-
-    return TaskSettings(
-        task=args.task,
-        max_seq_length=args.max_seq_length,
-        labels=args.labels.split(",") if args.labels else None,
-        text_column=args.text_column,
-        text_pair_column=args.text_pair_column,
-        label_column=args.label_column,
-        has_header=not args.no_header,
-        quoting=args.quoting,
-        doc_stride=args.doc_stride,
-        max_query_length=args.max_query_length,
-        n_best_size=args.n_best_size,
-        max_answer_length=args.max_answer_length,
-        null_score_diff_threshold=args.null_score_diff_threshold,
-        max_windows=args.max_windows,
-        window_stride=args.window_stride,
-        window_pooling=args.window_pooling,
-        max_first_segment_length=args.max_first_segment_length,
-    )
+    parser.set_defaults(**cli_defaults())
 
 
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from albert_tf.finetune.trainer import FinetuneSettings, TrainSettings, finetune
+    from albert_tf.finetune.settings import FinetuneSettings
+    from albert_tf.finetune.trainer import finetune
     from albert_tf.io_utils import check_output_path, sigterm_interrupts
 
-    check_output_path(args.output, args.overwrite)
-    train = TrainSettings(
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        eval_batch_size=args.eval_batch_size,
-        learning_rate=args.learning_rate,
-        warmup_proportion=args.warmup_proportion,
-        optimizer=args.optimizer,
-        weight_decay=args.weight_decay,
-        seed=args.seed,
-        dtype=args.dtype,
-        max_steps=args.max_steps,
-    )
-    settings = FinetuneSettings(
-        train_path=args.train,
-        output_dir=args.output,
-        init=args.init,
-        task=task_settings(args),
-        train=train,
-        eval_path=args.eval,
-        config=args.config,
-        sp_model=args.sp_model,
-        do_lower_case=not args.no_lower_case,
-        overwrite=args.overwrite,
-        export_serving=not args.no_serving,
-    )
+    settings = FinetuneSettings.from_args(args)
+    check_output_path(settings.output_dir, settings.overwrite)
     # SIGTERM (a preempted VM) unwinds like Ctrl-C: the output, written in a temporary
     # directory renamed into place at the end, is then removed, not left half-written.
     with sigterm_interrupts():

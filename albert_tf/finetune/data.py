@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from albert_tf.errors import DataError
+from albert_tf.finetune.settings import QUOTINGS
 
 # Header names of the GLUE tasks' text and label columns, tried in order when none are given.
 _TEXT_COLUMNS = (
@@ -120,7 +121,6 @@ def _guess_columns(header: list[str], path: Path) -> tuple[str, str | None, str 
     )
 
 
-QUOTINGS = ("auto", "csv", "none")
 _CSV_WRITERS = [
     (ending, quoting) for ending in ("\n", "\r\n") for quoting in (csv.QUOTE_MINIMAL, csv.QUOTE_ALL)
 ]

@@ -17,7 +17,8 @@ from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
-from albert_tf.finetune.tasks import Task, TaskData, TaskSettings, get_task
+from albert_tf.finetune.settings import FinetuneSettings
+from albert_tf.finetune.tasks import Task, TaskData, get_task
 from albert_tf.finetune.tasks.base import INPUT_NAMES
 from preprocess.tokenizer import AlbertTokenizer
 
@@ -35,7 +36,7 @@ class FinetunedModel:
     metadata: dict
 
     @property
-    def settings(self) -> TaskSettings:
+    def settings(self) -> FinetuneSettings:
         return self.task.settings
 
 
@@ -69,7 +70,9 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
         metadata = json.loads(meta_file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{meta_file} is corrupt: {e}") from None
-    task = get_task(TaskSettings(**metadata["settings"]))
+    # Before the settings were one object, finetune.json kept the training settings apart.
+    record = {**metadata.get("train", {}), "do_lower_case": metadata["do_lower_case"]}
+    task = get_task(FinetuneSettings.from_record({**record, **metadata["settings"]}))
     tokenizer = AlbertTokenizer(path / SP_MODEL_FILE, do_lower_case=metadata["do_lower_case"])
     with keras_policy(metadata.get("dtype", "float32")):
         model = _build_model(path, metadata, task)

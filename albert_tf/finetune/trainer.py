@@ -2,20 +2,19 @@
 
 The output directory (written atomically) is a checkpoint directory of the brief with the task
 head: `albert_config.json`, a TF2 checkpoint whose root has `encoder` and `task_head`, `spm.model`,
-`finetune.json` (task settings, labels, per-epoch metrics, best epoch), TensorBoard logs under
-`logs/`, a copy of the TF-Hub encoder under `hub_encoder/` when fine-tuned from one, and the
+`finetune.json` (every setting of the run as `FinetuneSettings.record` writes it, with what the
+task learned from the training file; per-epoch metrics, best epoch, what the features left
+out), TensorBoard logs under `logs/`, a copy of the TF-Hub encoder under `hub_encoder/` when fine-tuned from one, and the
 serving SavedModel under `serving/`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,46 +29,14 @@ from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
 from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
+from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.sources import Source, load_source
-from albert_tf.finetune.tasks import Task, TaskData, TaskSettings, get_task
+from albert_tf.finetune.tasks import Task, TaskData, get_task
 from albert_tf.io_utils import atomic_dir
-from albert_tf.pretraining.optimizer import build_optimizer
+from albert_tf.optimizer import build_optimizer
 from preprocess.tokenizer import AlbertTokenizer
 
 SERVING_DIR = "serving"
-
-
-@dataclass
-class TrainSettings:
-    """Optimization settings of one fine-tuning run."""
-
-    epochs: int = 3
-    batch_size: int = 32  # training rows per step (windows, with --max-windows)
-    eval_batch_size: int = 64
-    learning_rate: float = 2e-5
-    warmup_proportion: float = 0.1
-    optimizer: str = "adamw"
-    weight_decay: float = 0.01
-    seed: int = 12345
-    dtype: str = "auto"
-    max_steps: int | None = None  # stop early (tests, smoke runs); 0 evaluates the start
-
-
-@dataclass
-class FinetuneSettings:
-    """One fine-tuning run: what to train on, where from, where to, and how."""
-
-    train_path: str
-    output_dir: str
-    init: str  # checkpoint dir, TF1 checkpoint, TF-Hub encoder dir, or "random"
-    task: TaskSettings
-    train: TrainSettings = field(default_factory=TrainSettings)
-    eval_path: str | None = None
-    config: str | None = None  # albert_config.json or preset (TF1 checkpoints, "random")
-    sp_model: str | None = None  # default: the one that comes with `init`
-    do_lower_case: bool = True
-    overwrite: bool = False
-    export_serving: bool = True
 
 
 def _encoder_limits(source: Source) -> tuple[int | None, int | None]:
@@ -97,22 +64,6 @@ def make_tokenizer(source: Source, do_lower_case: bool) -> AlbertTokenizer:
             f"encoder's vocabulary has {vocab}"
         )
     return tokenizer
-
-
-def _check_train_settings(run: TrainSettings) -> None:
-    for flag, value in (("--epochs", run.epochs), ("--batch-size", run.batch_size)):
-        if value < 1:
-            raise ConfigError(f"{flag} must be positive, got {value}")
-    if run.eval_batch_size < 1:
-        raise ConfigError(f"--eval-batch-size must be positive, got {run.eval_batch_size}")
-    if not (math.isfinite(run.learning_rate) and run.learning_rate > 0):
-        raise ConfigError(f"--learning-rate must be positive, got {run.learning_rate}")
-    if not (math.isfinite(run.weight_decay) and run.weight_decay >= 0):
-        raise ConfigError(f"--weight-decay must be a number >= 0, got {run.weight_decay}")
-    if not 0.0 <= run.warmup_proportion <= 1.0:
-        raise ConfigError(f"--warmup-proportion must be in [0, 1], got {run.warmup_proportion}")
-    if run.max_steps is not None and run.max_steps < 0:
-        raise ConfigError(f"--max-steps must not be negative, got {run.max_steps}")
 
 
 def _is_better(value: float, best: float | None) -> bool:
@@ -145,7 +96,7 @@ def _load_data(
 class _Loop:
     """The model, optimizer, dataset and traced step of one run."""
 
-    def __init__(self, model: TaskModel, train: TaskData, run: TrainSettings, dtype: str):
+    def __init__(self, model: TaskModel, train: TaskData, run: FinetuneSettings, dtype: str):
         self.model, self.task = model, model.task
         inputs, labels = self.task.training_rows(train)
         num_rows = len(next(iter(inputs.values())))
@@ -194,7 +145,7 @@ def _evaluate(model: TaskModel, evaluation: TaskData, batch_size: int) -> dict[s
 def _train(
     loop: _Loop,
     evaluation: TaskData | None,
-    run: TrainSettings,
+    run: FinetuneSettings,
     checkpoint_dir: Path,
     log: Callable[[str], None],
 ) -> tuple[list[dict], float | None, int]:
@@ -253,14 +204,12 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
     Raises ConfigError/CheckpointError/DataError (one line each) for bad settings, sources and
     data, before any training starts.
     """
-    run = settings.train
-    _check_train_settings(run)
     for flag, path in (("--train", settings.train_path), ("--eval", settings.eval_path)):
         if path is not None and not os.path.exists(path):
             raise DataError(f"{flag} {path} does not exist")
-    task = get_task(settings.task)
-    dtype = resolve_dtype(run.dtype)
-    keras.utils.set_random_seed(run.seed)
+    task = get_task(settings)
+    dtype = resolve_dtype(settings.dtype)
+    keras.utils.set_random_seed(settings.seed)
     with (
         atomic_dir(settings.output_dir, overwrite=settings.overwrite) as tmp,
         keras_policy(dtype),
@@ -276,7 +225,7 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
         model = TaskModel(source.encoder, build_head(task, initializer_range), task)
         model({k: v[:1] for k, v in train.inputs.items()}, training=False)
         history, best, best_epoch = _train(
-            _Loop(model, train, run, dtype), evaluation, run, tmp, log
+            _Loop(model, train, settings, dtype), evaluation, settings, tmp, log
         )
 
         if source.config is not None:
@@ -286,13 +235,14 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
             shutil.copytree(source.hub_path, tmp / HUB_ENCODER_DIR)
         metadata = {
             "task": task.name,
-            "labels": task.settings.labels,
+            "labels": task.settings.record()["labels"],
             "max_seq_length": task.settings.max_seq_length,
             "do_lower_case": settings.do_lower_case,
             "encoder": source.kind,
             "dtype": dtype,
-            "settings": dataclasses.asdict(task.settings),
-            "train": dataclasses.asdict(run),
+            # every flag of the run (and what the task learned from --train): predict and
+            # serving read the model's features from here
+            "settings": task.settings.record(),
             "best_metric": task.best_metric if evaluation is not None else None,
             "best_value": best,
             "best_epoch": best_epoch,

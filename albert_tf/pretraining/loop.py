@@ -33,9 +33,9 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.layers.dropout import fold_seed, seeded_dropout
+from albert_tf.optimizer import build_optimizer
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.losses import pretraining_sums, replica_loss
-from albert_tf.pretraining.optimizer import build_optimizer
 
 SUM_KEYS = (
     "mlm_ce_sum",

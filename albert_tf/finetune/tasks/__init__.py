@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib
 
-from albert_tf.errors import ConfigError
-from albert_tf.finetune.tasks.base import Task, TaskData, TaskSettings
+from albert_tf.finetune.settings import TASK_NAMES, FinetuneSettings
+from albert_tf.finetune.tasks.base import Task, TaskData
 
-# task name -> "module:class" under albert_tf.finetune.tasks
+# task name (settings.TASK_NAMES, in this order) -> "module:class" under albert_tf.finetune.tasks
 REGISTRY = {
     "classify": "classify:Classify",
     "regress": "regress:Regress",
@@ -20,17 +20,11 @@ REGISTRY = {
     "multiple-choice": "multiple_choice:MultipleChoice",
     "tag": "tag:Tag",
 }
-TASK_NAMES = tuple(REGISTRY)
 
-__all__ = ["REGISTRY", "TASK_NAMES", "Task", "TaskData", "TaskSettings", "get_task"]
+__all__ = ["REGISTRY", "TASK_NAMES", "Task", "TaskData", "get_task"]
 
 
-def get_task(settings: TaskSettings) -> Task:
-    """The task named by `settings.task`, bound to `settings` (ConfigError if unknown or the
-    settings do not fit it)."""
-    if settings.task not in REGISTRY:
-        raise ConfigError(f"unknown task {settings.task!r} (tasks: {', '.join(TASK_NAMES)})")
+def get_task(settings: FinetuneSettings) -> Task:
+    """The task named by `settings.task` (validated with the settings), bound to `settings`."""
     module, name = REGISTRY[settings.task].split(":")
-    task = getattr(importlib.import_module(f"{__name__}.{module}"), name)(settings)
-    task.validate()
-    return task
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)(settings)

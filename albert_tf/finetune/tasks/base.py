@@ -1,6 +1,6 @@
 """What a fine-tuning task is: settings, featurized data, and the `Task` every task module extends.
 
-A task is one object built from its `TaskSettings`: it reads its file format (`read`), learns
+A task is one object built from the run's `FinetuneSettings`: it reads its file format (`read`), learns
 what it needs from the training examples (`configure`), turns examples into model inputs
 (`encode`), runs its head on the encoder (`forward`), defines the training loss (`loss`), turns
 model outputs into one JSON-ready record per example (`decode`), scores records against the gold
@@ -15,36 +15,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from albert_tf.errors import ConfigError, DataError
+from albert_tf.errors import DataError
+from albert_tf.finetune.settings import FinetuneSettings
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-WINDOW_POOLINGS = ("mean", "max")
-
-
-@dataclass
-class TaskSettings:
-    """What decides how a task's files become features; saved in the fine-tuned model."""
-
-    task: str
-    max_seq_length: int = 128
-    labels: list[str] | None = None  # classify: class names; tag: tag names
-    text_column: str | None = None
-    text_pair_column: str | None = None
-    label_column: str | None = None
-    has_header: bool = True
-    quoting: str = "auto"  # TSV/CSV quoting: "auto", "csv" or "none" (see data.read_text_file)
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    null_score_diff_threshold: float = 0.0
-    version_2_with_negative: bool = True
-    has_pair: bool = False  # classify/regress: examples are sentence pairs
-    # classify/regress: windows of max_seq_length over long texts (see finetune.windows)
-    max_windows: int = 1
-    window_stride: int | None = None  # tokens between window starts; None: half a window
-    window_pooling: str = "mean"  # how window logits make the document's: "mean" or "max"
-    max_first_segment_length: int | None = None  # pairs in windows: tokens kept of text A
 
 
 @dataclass
@@ -77,27 +51,9 @@ class Task:
     name: ClassVar[str]
     best_metric: ClassVar[str]  # the metric that picks the best epoch
     reads: ClassVar[str] = "pooled_output"  # the encoder output the head reads
-    supports_windows: ClassVar[bool] = False
 
-    def __init__(self, settings: TaskSettings) -> None:
+    def __init__(self, settings: FinetuneSettings) -> None:
         self.settings = settings
-
-    def validate(self) -> None:
-        """ConfigError for settings the task cannot use."""
-        s = self.settings
-        if s.window_stride is not None and s.window_stride < 1:
-            raise ConfigError(f"--window-stride must be positive, got {s.window_stride}")
-        if s.window_pooling not in WINDOW_POOLINGS:
-            raise ConfigError(
-                f"--window-pooling must be one of {', '.join(WINDOW_POOLINGS)}, "
-                f"got {s.window_pooling!r}"
-            )
-        if s.max_windows < 1:
-            raise ConfigError(f"--max-windows must be positive, got {s.max_windows}")
-        if s.max_windows > 1 and not self.supports_windows:
-            raise ConfigError(
-                f"--max-windows applies to classify, regress and tag, not {self.name}"
-            )
 
     # === Files ===
 
@@ -106,7 +62,8 @@ class Task:
         raise NotImplementedError
 
     def configure(self, examples: list, path: str) -> None:
-        """Completes the settings from the training examples (labels, pairs)."""
+        """Completes the settings from the training examples (labels, pairs): replaces
+        `self.settings` with them filled in."""
 
     def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
         """Model inputs (and labels, when every example has one) of `examples`."""

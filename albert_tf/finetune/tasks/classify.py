@@ -27,13 +27,6 @@ from albert_tf.finetune.tasks.base import Task, TaskData, softmax
 class Classify(Task):
     name = "classify"
     best_metric = "accuracy"
-    supports_windows = True
-
-    def validate(self) -> None:
-        super().validate()
-        s = self.settings
-        if s.max_windows > 1:
-            windows.first_segment_bound(s.max_seq_length, s.max_first_segment_length)
 
     # === Files ===
 
@@ -52,9 +45,9 @@ class Classify(Task):
         return examples, {}
 
     def configure(self, examples: list, path: str) -> None:
-        self.settings.has_pair = any(e.text_b is not None for e in examples)
-        if self.settings.labels is None:
-            self.settings.labels = data.label_list([e.label for e in examples], path)
+        labels = self.settings.labels or data.label_list([e.label for e in examples], path)
+        has_pair = any(e.text_b is not None for e in examples)
+        self.settings = self.settings.replace(labels=labels, has_pair=has_pair)
 
     def targets(self, examples: list) -> np.ndarray | None:
         """Label ids [N] (DataError for a label unseen in training); None if any is missing."""
@@ -68,16 +61,16 @@ class Classify(Task):
         s = self.settings
         targets = self.targets(examples)
         if s.max_windows > 1:
-            inputs, cut = windows.encode_windows(
+            windowed = windows.encode_windows(
                 examples,
                 tokenizer,
                 s.max_seq_length,
                 s.max_windows,
                 s.window_stride,
                 s.max_first_segment_length,
+                s.window_placement,
             )
-            skipped = {"cut past --max-windows windows": cut} if cut else {}
-            return TaskData(inputs, targets, examples, skipped)
+            return TaskData(windowed.inputs, targets, examples, windowed.skipped())
         encoded = features.encode_text(examples, tokenizer, s.max_seq_length)
         skipped = {"truncated to --max-seq-length": encoded.truncated} if encoded.truncated else {}
         return TaskData(encoded.inputs, targets, examples, skipped)
@@ -162,6 +155,7 @@ class Classify(Task):
                 s.window_stride,
                 s.max_first_segment_length,
                 module.pack,
+                s.window_placement,
             )
         else:
             inputs = module.pack(segments)

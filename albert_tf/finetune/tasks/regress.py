@@ -19,7 +19,8 @@ class Regress(Classify):
     best_metric = "pearson"
 
     def configure(self, examples: list, path: str) -> None:
-        self.settings.has_pair = any(e.text_b is not None for e in examples)
+        has_pair = any(e.text_b is not None for e in examples)
+        self.settings = self.settings.replace(has_pair=has_pair)
 
     def targets(self, examples: list) -> np.ndarray | None:
         if not all(e.label is not None for e in examples):

@@ -25,7 +25,8 @@ class Squad(Task):
         return examples, skipped
 
     def configure(self, examples: list, path: str) -> None:
-        self.settings.version_2_with_negative = any(e.is_impossible for e in examples)
+        negative = any(e.is_impossible for e in examples)
+        self.settings = self.settings.replace(version_2_with_negative=negative)
 
     def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
         s = self.settings

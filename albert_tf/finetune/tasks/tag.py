@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from albert_tf.errors import ConfigError, DataError
+from albert_tf.errors import DataError
 from albert_tf.finetune import data, features, metrics, windows
 from albert_tf.finetune.tasks.base import Task, TaskData
 
@@ -21,12 +21,6 @@ class Tag(Task):
     name = "tag"
     best_metric = "f1"
     reads = "sequence_output"
-    supports_windows = True
-
-    def validate(self) -> None:
-        super().validate()
-        if self.settings.window_pooling != "mean":
-            raise ConfigError("tag pools windows by their mean only (--window-pooling mean)")
 
     def default_tag(self) -> str:
         """The tag of words cut off by --max-seq-length."""
@@ -38,9 +32,10 @@ class Tag(Task):
 
     def configure(self, examples: list, path: str) -> None:
         if self.settings.labels is None:
-            self.settings.labels = sorted({t for e in examples for t in e.tags})
-            if not self.settings.labels:
+            labels = sorted({t for e in examples for t in e.tags})
+            if not labels:
                 raise DataError(f"{path}: no tags found")
+            self.settings = self.settings.replace(labels=labels)
 
     def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
         for e in examples:
@@ -48,13 +43,19 @@ class Tag(Task):
         s = self.settings
         if s.max_windows > 1:
             encoded = windows.encode_tag_windows(
-                examples, tokenizer, s.max_seq_length, s.max_windows, s.window_stride, s.labels
+                examples,
+                tokenizer,
+                s.max_seq_length,
+                s.max_windows,
+                s.window_stride,
+                s.labels,
+                s.window_placement,
             )
-            what = "cut past --max-windows windows"
+            skipped = windows.cut_report(encoded.truncated, encoded.extra["tokens_cut"])
         else:
             encoded = features.encode_tags(examples, tokenizer, s.max_seq_length, s.labels)
             what = "truncated to --max-seq-length"
-        skipped = {what: encoded.truncated} if encoded.truncated else {}
+            skipped = {what: encoded.truncated} if encoded.truncated else {}
         return TaskData(
             encoded.inputs, encoded.labels, examples, skipped, word_index=encoded.word_index
         )
@@ -177,18 +178,29 @@ class Tag(Task):
 
     def window_tags(self, module: Any, per_word: Any) -> Any:
         """string [B, (W)]: each word's tag from the mean of its first piece's logits over the
-        windows holding that piece (`encode_tag_windows`); the default tag past the last one."""
+        windows holding that piece (`encode_tag_windows`); the default tag where no window is."""
         import tensorflow as tf
 
         s, length = self.settings, self.settings.max_seq_length
         tokens = per_word.merge_dims(1, 2)  # [B, (T)]
         inputs = windows.graph_windows(
-            None, tokens, length, s.max_windows, s.window_stride, None, module.pack
+            None,
+            tokens,
+            length,
+            s.max_windows,
+            s.window_stride,
+            None,
+            module.pack,
+            s.window_placement,
         )
         logits = module.call_model(inputs)["logits"]  # [B, K, S, T]
         room = tf.fill([tokens.nrows()], tf.constant(length - 2, tf.int64))  # [B]
         starts, exists = windows.graph_window_plan(
-            tf.cast(tokens.row_lengths(), tf.int64), room, s.max_windows, s.window_stride
+            tf.cast(tokens.row_lengths(), tf.int64),
+            room,
+            s.max_windows,
+            s.window_stride,
+            s.window_placement,
         )  # [B, K] each
         first = tf.cumsum(per_word.row_lengths(axis=2), axis=1, exclusive=True)  # [B, (W)]
         offset = first.to_tensor()[:, tf.newaxis, :] - starts[:, :, tf.newaxis]  # [B, K, W]

@@ -1,5 +1,7 @@
 """LAMB or AdamW with linear warmup and linear decay, built by tf-models-official's
-OptimizerFactory: the one optimizer builder of pretraining (LAMB) and fine-tuning (either).
+OptimizerFactory: the one optimizer builder of pretraining (LAMB) and fine-tuning (either), below
+both. tf-models-official is imported when an optimizer is built, so the settings modules can
+take `OPTIMIZERS` from here without loading TensorFlow.
 
 Why no TF_USE_LEGACY_KERAS: tf-models-official 2.20 imports `tf_keras` explicitly everywhere in
 `official.modeling.optimization` (never `tf.keras`, which is Keras 3 in TF 2.20), and its LAMB is
@@ -12,9 +14,7 @@ global norm AFTER that aggregation, which is what a distributed custom loop need
 from __future__ import annotations
 
 import math
-
-from official.modeling.optimization import optimizer_factory
-from official.modeling.optimization.configs import optimization_config
+from typing import TYPE_CHECKING
 
 from albert_tf.errors import ConfigError
 
@@ -22,6 +22,9 @@ WEIGHT_DECAY_RATE = 0.01
 EXCLUDE_FROM_WEIGHT_DECAY = ["LayerNorm", "layer_norm", "bias"]
 CLIP_NORM = 1.0
 OPTIMIZERS = ("lamb", "adamw")
+
+if TYPE_CHECKING:
+    from official.modeling.optimization.configs import optimization_config
 
 
 def optimization_settings(
@@ -40,6 +43,8 @@ def optimization_settings(
     tf-models-official's LinearWarmup, continuous where the original ramped to the peak and then
     jumped down). ConfigError naming the flag for a value out of range.
     """
+    from official.modeling.optimization.configs import optimization_config
+
     if name not in OPTIMIZERS:
         raise ConfigError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {name!r}")
     if not (math.isfinite(learning_rate) and learning_rate > 0):
@@ -90,6 +95,7 @@ def build_optimizer(
     Create it inside the distribution strategy's scope.
     """
     import tf_keras as keras
+    from official.modeling.optimization import optimizer_factory
 
     factory = optimizer_factory.OptimizerFactory(
         optimization_settings(learning_rate, train_steps, warmup_steps, name, weight_decay)
