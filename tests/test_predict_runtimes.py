@@ -13,14 +13,12 @@ import pytest
 from albert_tf import cli
 from albert_tf.finetune.predict import load_finetuned
 from albert_tf.finetune.runtimes import RuntimeEncoder, runtime_encoder
-from albert_tf.finetune.tasks import TaskSettings
-from albert_tf.finetune.trainer import TrainSettings
 from albert_tf.runtimes import tflite_runner
 from export.tflite import probe_inputs, tflite_converters
 from tests import helpers
 
 # Trained until the dev labels are clear-cut, so int8 rounding cannot flip one.
-TRAIN = TrainSettings(epochs=24, batch_size=8, learning_rate=3e-3, dtype="float32", seed=3)
+TRAIN = dict(epochs=24, batch_size=8, learning_rate=3e-3, dtype="float32", seed=3)
 HAVE_ONNX = all(importlib.util.find_spec(m) for m in ("onnx", "onnxruntime"))
 RUNTIMES = [
     "tflite",
@@ -35,8 +33,9 @@ def classifier(tmp_path_factory):
     helpers.write_pairs(root / "dev.tsv", 16, seed=1)
     # Without --eval the last epoch is kept (with it, the first epoch at 100% accuracy, whose
     # labels are right but barely).
-    settings = TaskSettings("classify", max_seq_length=20)
-    helpers.finetune_files(root, settings, TRAIN, eval_file=None, export_serving=False)
+    helpers.finetune_files(
+        root, "classify", max_seq_length=20, eval_file=None, export_serving=False, **TRAIN
+    )
     return root
 
 
