@@ -136,18 +136,32 @@ def test_beam_records_equal_the_local_records(
     assert local_meta["statistics"]["num_instances"] == len(expected) > 100
     for workers in (1, 2):
         out = tmp_path / f"beam{workers}"
-        stats = create_pretraining_data(
-            corpus,
-            spm_model,
-            out,
-            sentence_task=sentence_task,
-            runner="beam",
-            num_workers=workers,
-            progress=False,
-            **COMMON,
-        )
+        if workers == 1:
+            create_pretraining_data(
+                corpus,
+                spm_model,
+                out,
+                sentence_task=sentence_task,
+                runner="beam",
+                num_workers=workers,
+                progress=False,
+                **COMMON,
+            )
+        else:  # the command line, Beam's own option after --
+            from albert_tf.cli import main
+
+            flags = [f"--{k.replace('_', '-')}={v}" for k, v in COMMON.items()]
+            assert (
+                main(
+                    ["create-pretraining-data", f"--input={corpus[0]}", f"--sp-model={spm_model}"]
+                    + [f"--output={out}", f"--sentence-task={sentence_task}", *flags]
+                    + ["--runner=beam", "--workers=1", "--quiet", "--", "--direct_num_workers=2"]
+                )
+                == 0
+            )
         assert digests(out) == expected, workers
         meta = json.loads((out / "metadata.json").read_text())
+        stats = meta["statistics"]
         assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in local.iterdir())
         assert meta["settings"]["runner"] == "beam"
         assert [f["num_instances"] for f in meta["files"]] == [

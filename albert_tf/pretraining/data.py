@@ -2,10 +2,11 @@
 
 Shards hold `tf.train.Example`s in the format of `preprocess.pretraining_data.format` (int64
 features except the float `masked_lm_weights`). `inspect_data` validates them against the model
-config (and the `metadata.json` written beside them by create-pretraining-data) before anything else happens, so a wrong
-file fails with one DataError instead of deep inside a tf.data op. Shards written unmasked
-(`create-pretraining-data --no-mask`, metadata "masked": false) are masked in the pipeline by
-`preprocess.pretraining_data.dynamic_masking`, with new masks every epoch (RoBERTa-style).
+config (and the `metadata.json` written beside them by create-pretraining-data) before anything
+else happens, so a wrong file fails with one DataError instead of deep inside a tf.data op.
+Shards written unmasked (`create-pretraining-data --no-mask`, metadata "masked": false) are
+masked in the pipeline by `preprocess.pretraining_data.dynamic_masking`, with new masks every
+epoch (RoBERTa-style).
 The metadata's "sentence_task" says what `next_sentence_labels` hold: SOP labels ("sop", and
 data without the key), BERT's NSP labels ("nsp"), or nothing ("none", single-segment data).
 
