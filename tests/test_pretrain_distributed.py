@@ -269,7 +269,9 @@ def test_run_killed_mid_way_resumes_to_exactly_the_same_weights(setup, single_an
 
 
 @pytest.mark.parametrize(
-    "signum, exit_code", [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGTERM, 75)]
+    "signum, exit_code",
+    [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGTERM, 75)],
+    ids=["kill-9", "sigterm"],
 )
 def test_mirrored_run_stopped_mid_way_resumes_to_exactly_the_same_weights(
     setup, single_and_mirrored, signum, exit_code
