@@ -268,15 +268,25 @@ def test_run_killed_mid_way_resumes_to_exactly_the_same_weights(setup, single_an
     assert any(not np.array_equal(v, no_dropout[k]) for k, v in _weights(output).items())
 
 
-def test_mirrored_run_killed_mid_way_resumes_to_exactly_the_same_weights(
-    setup, single_and_mirrored
+@pytest.mark.parametrize(
+    "signum, exit_code",
+    [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGTERM, 75)],
+    ids=["kill-9", "sigterm"],
+)
+def test_mirrored_run_stopped_mid_way_resumes_to_exactly_the_same_weights(
+    setup, single_and_mirrored, signum, exit_code
 ):
+    """kill -9, or SIGTERM (a checkpoint of the step reached, exit 75), of a run mirrored over
+    two logical CPUs with dropout 0.1; the same run again ends bit-identical."""
     root, settings = setup
-    output = root / "killed_mirrored"
-    runs = [["killed", "mirrored", str(output), {"config": str(root / "dropout_config.json")}]]
-    spec = dict(logical_cpus=2, runs=runs, settings=settings, report=str(root / "killed.json"))
+    output = root / f"stopped_mirrored_{signum.name}"
+    runs = [["stopped", "mirrored", str(output), {"config": str(root / "dropout_config.json")}]]
+    spec = dict(logical_cpus=2, runs=runs, settings=settings, report=str(root / "stopped.json"))
     quiet = dict(env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _kill_after_first_checkpoint(_drive(spec, **quiet), output)
+    process = _drive(spec, **quiet)
+    _signal_after_checkpoint(process, output, signum)
+    assert process.wait(timeout=TIMEOUT) == exit_code
+    assert 5 <= _checkpoint_step(output) < STEPS
     assert _drive(spec, **quiet).wait(timeout=TIMEOUT) == 0
     _assert_bitwise_equal(output, root / "dropout_mirrored")
 
@@ -317,22 +327,6 @@ def test_sigterm_mid_run_saves_and_resumes_to_exactly_the_same_weights(setup, si
     quiet = dict(env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     subprocess.run(_cli(settings, output), check=True, timeout=TIMEOUT, **quiet)
     _assert_bitwise_equal(output, root / "dropout_default")
-
-
-def test_mirrored_run_sigtermed_mid_way_resumes_to_exactly_the_same_weights(
-    setup, single_and_mirrored
-):
-    root, settings = setup
-    output = root / "sigterm_mirrored"
-    runs = [["sigterm", "mirrored", str(output), {"config": str(root / "dropout_config.json")}]]
-    spec = dict(logical_cpus=2, runs=runs, settings=settings, report=str(root / "sigterm.json"))
-    quiet = dict(env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    process = _drive(spec, **quiet)
-    _signal_after_checkpoint(process, output, signal.SIGTERM)
-    assert process.wait(timeout=TIMEOUT) == 75
-    assert 5 <= _checkpoint_step(output) < STEPS
-    assert _drive(spec, **quiet).wait(timeout=TIMEOUT) == 0
-    _assert_bitwise_equal(output, root / "dropout_mirrored")
 
 
 def _start_workers(settings: dict, output: Path, name: str) -> tuple[list, list[Path]]:

@@ -321,6 +321,7 @@ class _HostLoop:
         self.eval_seconds = 0.0
         self.save_seconds = 0.0
         self.saved_step: int | None = None
+        self.evaluated_step: int | None = None
         self.step = int(loop.step.numpy())  # the step reached, for errors raised mid-run
         # The chief's figures, agreed by all workers after each loop (they size the next loop).
         self.step_seconds = 0.0
@@ -330,6 +331,7 @@ class _HostLoop:
     def evaluate(self, at_step: int) -> None:
         if self.eval_set is None:
             return
+        self.evaluated_step = at_step
         begin = time.monotonic()
         with _shard_errors(self.eval_files, "held-out", self.manager):
             metrics = metrics_from_sums(self.loop.evaluate_sums(self.eval_set), self.eval_task)
@@ -462,7 +464,9 @@ class _HostLoop:
                 result.preempted = stop
             break
         self.bar.close()
-        if result.preempted is None:  # a preempted run leaves its grace to the exit
+        # A preempted run leaves its grace to the exit; a stop at an --eval-every step has
+        # evaluated already.
+        if result.preempted is None and self.evaluated_step != step:
             self.evaluate(step)
         result.step = step
         result.last_save_seconds = self.save_seconds
