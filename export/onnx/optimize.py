@@ -118,13 +118,20 @@ def quantize_static_int8(
     model: onnx.ModelProto, calibration: Iterable[dict[str, np.ndarray]]
 ) -> onnx.ModelProto:
     """Static int8 quantization in QDQ form: activation scales from `calibration` (encoder
-    input dicts, int32 [B, S]) by MinMax, int8 weights per channel, uint8 activations."""
+    input dicts, int32 [B, S]) by MinMax, int8 weights per channel, uint8 activations.
+
+    ONNX's shape inference knows no com.microsoft operator, and the quantizer leaves every
+    activation it cannot type in float (the weights alone would be quantized); ORT's symbolic
+    shape inference, which knows the fused operators, types them first."""
     from onnxruntime.quantization import (
         CalibrationDataReader,
         QuantFormat,
         QuantType,
         quantize_static,
     )
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    model = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
