@@ -53,6 +53,8 @@ from rotten_tomatoes import fetch, snippet_rows  # noqa: E402
 TASKS = ("verdict-last", "reviews-last", "reviews-middle", "brown-genre")
 PLACEMENTS = ("head", "spread", "head-tail")
 REFERENCE = "every-token"
+# Differences reported per seed (same documents, vocabulary and initialization in both runs).
+PAIRS = (("spread", "head"), ("head-tail", "head"), ("spread", "head-tail"))
 IMAGINATIVE = {"fiction", "mystery", "science_fiction", "adventure", "romance", "humor"}
 POSITIVE = ("superb", "wonderful", "brilliant")
 NEGATIVE = ("dreadful", "tedious", "clumsy")
@@ -213,8 +215,8 @@ def prepare(args, task: str, seed: int, brown: Path, reviews) -> tuple[Path, Pat
 
 
 def report(results: Path, summary_path: Path, settings: dict) -> str:
-    """Mean ± SE over seeds per task and run, and each placement minus head per seed; writes
-    the summary JSON and returns the markdown table."""
+    """Mean ± SE over seeds per task and run, and the differences of PAIRS seed by seed; writes
+    the summary JSON and returns the markdown tables."""
     runs: dict[str, dict[str, dict[int, dict]]] = {}
     for path in sorted(results.glob("*/seed-*/*.json")):
         record = json.loads(path.read_text())
@@ -249,6 +251,23 @@ def report(results: Path, summary_path: Path, settings: dict) -> str:
         )
         summary["tasks"][task] = entry
         lines.append(f"| {task} | {tokens:.0f} | " + " | ".join(cells) + f" | {len(seeds)} |")
+    lines += ["", "| task | " + " | ".join(f"{a} - {b}" for a, b in PAIRS) + " |"]
+    lines.append("|" + "---|" * (len(PAIRS) + 1))
+    for task, entry in summary["tasks"].items():
+        cells = []
+        for a, b in PAIRS:
+            both = sorted(set(runs[task].get(a, {})) & set(runs[task].get(b, {})))
+            differences = [
+                runs[task][a][s]["best_dev_accuracy"] - runs[task][b][s]["best_dev_accuracy"]
+                for s in both
+            ]
+            if not differences:
+                cells.append("")
+                continue
+            mean, se = mean_se(differences)
+            entry[f"{a} - {b}"] = {"mean": mean, "se": se, "seeds": len(differences)}
+            cells.append(f"{100 * mean:+.1f} ± {100 * se:.1f}")
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
     summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return "\n".join(lines)
 

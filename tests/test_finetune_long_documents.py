@@ -13,6 +13,7 @@ import tensorflow as tf
 from albert_tf.finetune import windows
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.settings import DEFAULT_WINDOW_PLACEMENT
+from albert_tf.finetune.tasks import get_task
 from tests.helpers import finetune_files, write_config
 from tests.test_finetune_windows import FILLER
 
@@ -21,24 +22,26 @@ RUN = dict(max_seq_length=128, epochs=6, batch_size=32, learning_rate=5e-3, dtyp
 
 
 def write_reviews(path, count, seed):
-    """`count` documents of TOKENS words: filler, then the last sentence "in the end turtle and
-    turtle and ... turtle" (6 times; label a) or the same with "widget" (label b), the only
-    words that tell the labels apart."""
+    """`count` documents of TOKENS words: one body of filler words shared by every document (a
+    review's first 1,240 words that say nothing of its verdict), then the last sentence "in the
+    end turtle and turtle and ... turtle" (29 times; label a) or the same with "widget" (label
+    b), the only words that tell the labels apart. The verdict is that loud so that a tiny
+    random model learns it in a few epochs whichever window holds it."""
     rng = random.Random(seed)
+    body = random.Random(0).choices(FILLER, k=TOKENS - 60)
     with open(path, "w", encoding="utf-8") as f:
         f.write("text\tlabel\n")
         for _ in range(count):
             label = rng.choice("ab")
             word = "turtle" if label == "a" else "widget"
-            verdict = ["in", "the", "end", *[word, "and"] * 5, word]
-            words = rng.choices(FILLER, k=TOKENS - len(verdict)) + verdict
-            f.write(f"{' '.join(words)}\t{label}\n")
+            verdict = ["in", "the", "end", *[word, "and"] * 28, word]
+            f.write(f"{' '.join(body + verdict)}\t{label}\n")
 
 
 @pytest.fixture(scope="module")
 def reviews(tmp_path_factory):
     root = tmp_path_factory.mktemp("reviews")
-    write_reviews(root / "train.tsv", 160, seed=0)
+    write_reviews(root / "train.tsv", 96, seed=0)
     write_reviews(root / "dev.tsv", 40, seed=1)
     config = write_config(root, max_position_embeddings=128, initializer_range=0.1)
     return root, str(config)
@@ -54,10 +57,13 @@ def test_default_placement_reads_the_verdict_as_windows_over_every_token(reviews
     every = _run(root, config, "every", max_windows=11, window_stride=126, export_serving=False)
     assert every.metadata["skipped"]["eval"] == {}  # 11 x 126 tokens: nothing left out
     default = _run(root, config, "default", max_windows=8)
-    head = _run(root, config, "head", max_windows=8, window_placement="head", export_serving=False)
     assert every.metadata["best_value"] >= 0.9, every.metadata["history"]
     assert default.metadata["best_value"] >= every.metadata["best_value"] - 0.025  # one of 40
-    assert head.metadata["best_value"] <= 0.7  # tokens 0-566 never hold the verdict
+    # Windows at the head (tokens 0-566) are the same for every document: no model can tell
+    # the labels apart from them.
+    head = get_task(default.settings.replace(window_placement="head"))
+    features = head.load(str(root / "dev.tsv"), default.tokenizer).inputs["input_word_ids"]
+    assert (features == features[:1]).all()
 
     recorded = json.loads((root / "default" / "finetune.json").read_text())
     assert recorded["settings"]["window_placement"] == DEFAULT_WINDOW_PLACEMENT

@@ -1,11 +1,12 @@
 """What a fine-tuning task is: settings, featurized data, and the `Task` every task module extends.
 
-A task is one object built from the run's `FinetuneSettings`: it reads its file format (`read`), learns
-what it needs from the training examples (`configure`), turns examples into model inputs
-(`encode`), runs its head on the encoder (`forward`), defines the training loss (`loss`), turns
-model outputs into one JSON-ready record per example (`decode`), scores records against the gold
-labels (`evaluate`) and builds its serving signature on raw strings (`serving_function`). The
-trainer, `albert-tf predict`, the serving export and the tests all go through these methods.
+A task is one object built from the run's `FinetuneSettings`: it reads its file format
+(`read`), learns what it needs from the training examples (`configure`), turns examples into
+model inputs (`encode`), runs its head on the encoder (`forward`), defines the training loss
+(`loss`), turns model outputs into one JSON-ready record per example (`decode`), scores records
+against the gold labels (`evaluate`) and builds its serving signature on raw strings
+(`serving_function`). The trainer, `albert-tf predict`, the serving export and the tests all go
+through these methods.
 """
 
 from __future__ import annotations
