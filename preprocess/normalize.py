@@ -10,7 +10,7 @@ The original (google-research/albert) does, in order:
    rule; this is not case folding, so "ß" stays "ß").
 
 Unlike XLNet's `preprocess_text`, ALBERT's does NOT rewrite "``" and "''" into '"'. The reference
-ids in ../shared/fixtures/tokenizer (produced by the original code) confirm it: "``Quoted''" is
+ids in tests/fixtures/tokenizer (produced by the original code) confirm it: "``Quoted''" is
 tokenized as "▁``", ..., "'", "'".
 """
 
