@@ -30,10 +30,13 @@ def print_demo_margins(demos, log: Callable[[str], None]) -> None:
             continue
         best_baseline = min(v for k, v in ranks.items() if k != "trained")
         shown = ", ".join(f"{k} {v:g}" for k, v in ranks.items())
-        log(
-            f"      {name}: median rank {shown}; trained ranks the answer "
-            f"{best_baseline / ranks['trained']:.1f}x higher than the best baseline"
+        margin = best_baseline / ranks["trained"]
+        verdict = (
+            f"trained ranks the answer {margin:.1f}x higher than the best baseline"
+            if margin > 1
+            else f"trained does not beat the best baseline ({margin:.1f}x): not learned yet"
         )
+        log(f"      {name}: median rank {shown}; {verdict}")
 
 
 def print_next_steps(result, log: Callable[[str], None]) -> None:

@@ -8,8 +8,8 @@ import tensorflow as tf
 
 from albert_tf import quickstart_eval as qe
 from albert_tf.quickstart_curves import plot_curves
-from albert_tf.quickstart_demos import BLANKS, blank_rows, rank_of, run_demos
-from albert_tf.quickstart_report import print_scores
+from albert_tf.quickstart_demos import BLANKS, DemoFigures, blank_rows, rank_of, run_demos
+from albert_tf.quickstart_report import print_demo_margins, print_scores
 from tests import helpers
 from tests.conftest import FIXTURES
 
@@ -129,3 +129,16 @@ def test_demos_and_curves_on_a_random_model(tmp_path):
         path=tmp_path / "curves.png",
     )
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_margins_say_when_the_trained_model_does_not_beat_its_baseline():
+    lines: list[str] = []
+    figures = DemoFigures(
+        blanks={"trained": 400.0, "random": 2000.0, "unigram": 350.0},
+        neighbours={"trained": 880.0, "random": 3520.0},
+        blank_count=5,
+        pair_count=10,
+    )
+    print_demo_margins(figures, lines.append)
+    assert lines[0].endswith("trained does not beat the best baseline (0.9x): not learned yet")
+    assert lines[1].endswith("trained ranks the answer 4.0x higher than the best baseline")
