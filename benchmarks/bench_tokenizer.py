@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("ALBERT_TF_FIXTURES", REPO.parent / "shared" / "fixtures"))
+FIXTURES = Path(os.environ.get("ALBERT_TF_FIXTURES") or REPO / "tests" / "fixtures")
 
 
 def load_sentences(count: int) -> list[str]:

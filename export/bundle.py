@@ -22,7 +22,6 @@ ENCODER_DIR = "encoder"
 PREPROCESS_DIR = "preprocess"
 TFLITE_DIR = "tflite"
 TFLITE_REPORT = "report.json"
-ONNX_DIR = "onnx"
 
 
 @dataclasses.dataclass
@@ -163,6 +162,7 @@ def export_bundle(
             progress.update()
         if onnx:
             from export.onnx import export_onnx
+            from export.onnx.writer import ONNX_DIR
 
             progress.set_postfix_str("ONNX")
             result.onnx_report = export_onnx(

@@ -34,44 +34,27 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from preprocess.normalize import code_points, re2_class_body
 from preprocess.tokenizer import (
     CLS,
     MASK,
     PAD,
     SEP,
-    WORD_START,
-    is_digit_comma_piece,
     load_sp_model,
+    resplit_rows,
 )
-
-
-def _code_points() -> Iterator[str]:
-    """Every Unicode scalar value (surrogates excluded: no UTF-8 string holds them)."""
-    return (chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
-
-
-def _class_body(chars: Iterable[str]) -> str:
-    """RE2 character-class body (`\\x{A}-\\x{B}...`) for `chars`, in code point order."""
-    ranges: list[tuple[int, int]] = []
-    for cp in sorted(map(ord, chars)):
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1] = (ranges[-1][0], cp)
-        else:
-            ranges.append((cp, cp))
-    return "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges)
 
 
 @functools.cache
 def _char_class(predicate: Callable[[str], bool]) -> str:
     """RE2 character-class body for all code points where `predicate`."""
-    return _class_body(c for c in _code_points() if predicate(c))
+    return re2_class_body(c for c in code_points() if predicate(c))
 
 
 def _is_space(c: str) -> bool:
@@ -86,16 +69,16 @@ def _is_combining(c: str) -> bool:
 def _unknown_but_decomposed() -> str:
     """RE2 class body of the characters `unicodedata` does not know (category Cn, so
     `preprocess_text` keeps them) that `tf_text.normalize_utf8` changes under NFKD."""
-    unknown = [c for c in _code_points() if unicodedata.category(c) == "Cn"]
+    unknown = [c for c in code_points() if unicodedata.category(c) == "Cn"]
     nfkd = tf_text.normalize_utf8(tf.constant(unknown), "NFKD").numpy()
-    return _class_body(c for c, n in zip(unknown, nfkd, strict=True) if n.decode() != c)
+    return re2_class_body(c for c, n in zip(unknown, nfkd, strict=True) if n.decode() != c)
 
 
 @functools.cache
 def _lowercase_missing() -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Characters `str.lower` maps to one other character but `tf.strings.lower` keeps as they
     are: (their code points in ascending order, their lowercase code points)."""
-    cased = [c for c in _code_points() if c.lower() != c and len(c.lower()) == 1]
+    cased = [c for c in code_points() if c.lower() != c and len(c.lower()) == 1]
     lowered = tf.strings.lower(tf.constant(cased), encoding="utf-8").numpy()
     missing = [c for c, low in zip(cased, lowered, strict=True) if low.decode() == c]
     return tuple(ord(c) for c in missing), tuple(ord(c.lower()) for c in missing)
@@ -176,7 +159,7 @@ class GraphTokenizer(tf.Module):
         self._combining = f"[{_char_class(_is_combining)}]"
         self._unknown_but_decomposed = _unknown_but_decomposed()
         sources, targets = _lowercase_missing()
-        self._lowercase_missing = _class_body(map(chr, sources))
+        self._lowercase_missing = re2_class_body(map(chr, sources))
         self._lowercase_sources = tf.constant(sources, tf.int32)
         self._lowercase_targets = tf.constant(targets, tf.int32)
         self._resplit = self._resplit_table(sp)
@@ -184,18 +167,10 @@ class GraphTokenizer(tf.Module):
     @staticmethod
     def _resplit_table(sp) -> tf.RaggedTensor:
         """int32 [V, (ids)]: what each vocabulary id becomes after the digit-comma re-split."""
-        comma_id = sp.piece_to_id(",")
-        values: list[int] = []
-        lengths: list[int] = []
-        for i in range(sp.get_piece_size()):
-            piece = sp.id_to_piece(i)
-            row = [i]
-            if is_digit_comma_piece(piece):
-                row = sp.encode(piece[:-1].replace(WORD_START, "")) + [comma_id]
-            values.extend(row)
-            lengths.append(len(row))
+        rows = resplit_rows(sp)
         return tf.RaggedTensor.from_row_lengths(
-            tf.constant(values, tf.int32), tf.constant(lengths, tf.int64)
+            tf.constant([i for row in rows for i in row], tf.int32),
+            tf.constant([len(row) for row in rows], tf.int64),
         )
 
     def normalize(self, strings: tf.Tensor) -> tf.Tensor:

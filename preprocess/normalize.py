@@ -10,13 +10,15 @@ The original (google-research/albert) does, in order:
    rule; this is not case folding, so "ß" stays "ß").
 
 Unlike XLNet's `preprocess_text`, ALBERT's does NOT rewrite "``" and "''" into '"'. The reference
-ids in ../shared/fixtures/tokenizer (produced by the original code) confirm it: "``Quoted''" is
+ids in tests/fixtures/tokenizer (produced by the original code) confirm it: "``Quoted''" is
 tokenized as "▁``", ..., "'", "'".
 """
 
 from __future__ import annotations
 
+import sys
 import unicodedata
+from collections.abc import Iterable, Iterator
 
 
 def preprocess_text(text: str | bytes, lower: bool = True) -> str:
@@ -45,3 +47,20 @@ def preprocess_text(text: str | bytes, lower: bool = True) -> str:
     if lower:
         text = text.lower()
     return text
+
+
+def code_points() -> Iterator[str]:
+    """Every Unicode scalar value (surrogates excluded: no UTF-8 string holds them)."""
+    return (chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
+
+
+def re2_class_body(chars: Iterable[str]) -> str:
+    """RE2 character-class body (`\\x{A}-\\x{B}...`) for `chars`, in code point order: how
+    the in-graph tokenizers (TensorFlow's and ONNX's) name a set of characters."""
+    ranges: list[tuple[int, int]] = []
+    for cp in sorted(map(ord, chars)):
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1] = (ranges[-1][0], cp)
+        else:
+            ranges.append((cp, cp))
+    return "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges)

@@ -67,6 +67,21 @@ def is_digit_comma_piece(piece: str) -> bool:
     return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
 
 
+def resplit_rows(sp) -> list[list[int]]:
+    """For every vocabulary id of SentencePieceProcessor `sp`, the ids it becomes after the
+    digit-comma re-split: itself, or for a digit-comma piece the tokenization of the piece
+    without "," and "▁", then ","; the table the in-graph tokenizers look ids up in."""
+    comma_id = sp.piece_to_id(",")
+    rows = []
+    for i in range(sp.get_piece_size()):
+        piece = sp.id_to_piece(i)
+        row = [i]
+        if is_digit_comma_piece(piece):
+            row = sp.encode(piece[:-1].replace(WORD_START, "")) + [comma_id]
+        rows.append(row)
+    return rows
+
+
 class AlbertTokenizer:
     """ALBERT's tokenizer: `preprocess_text`, SentencePiece, digit-comma re-split.
 

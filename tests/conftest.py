@@ -1,4 +1,4 @@
-"""Shared pytest fixtures: paths to ../shared/fixtures and tiny configs."""
+"""Shared pytest fixtures: the path to tests/fixtures and tiny configs."""
 
 from __future__ import annotations
 
@@ -30,17 +30,16 @@ settings.register_profile(
 )
 settings.load_profile("albert-tf")
 
-FIXTURES = Path(
-    os.environ.get(
-        "ALBERT_TF_FIXTURES", Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-    )
-)
+REPO = Path(__file__).resolve().parents[1]
+# The fixtures ship with the repository (tests/fixtures/README.md says what produced them).
+# ALBERT_TF_FIXTURES may name another copy; tests/test_fixtures.py fails if it lies outside REPO.
+FIXTURES = Path(os.environ.get("ALBERT_TF_FIXTURES") or REPO / "tests" / "fixtures")
 
 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
-        pytest.fail(f"fixtures not found at {FIXTURES}; set ALBERT_TF_FIXTURES")
+        pytest.fail(f"fixtures not found at {FIXTURES}: they ship in tests/fixtures of a clone")
     return FIXTURES
 
 

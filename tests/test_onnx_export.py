@@ -71,6 +71,32 @@ def test_encoder_equals_original_and_saved_model(fixture_export):
         assert accuracy[kind]["pooled_min_cosine"] >= 0.999, kind
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(hidden_act="gelu_exact"),
+        dict(hidden_act="swish", shared_params="none"),
+        dict(hidden_act="relu", shared_params="attention", embedding_size=32),
+        dict(hidden_act="gelu", shared_params="ffn", num_hidden_groups=1),
+    ],
+)
+def test_encoder_graph_equals_keras(overrides):
+    """Every activation, sharing mode and E == H (no projection), from random weights."""
+    import tf_keras as keras
+
+    from albert_tf.encoder import AlbertEncoder
+    from export.onnx.encoder import encoder_graph
+
+    config = helpers.tiny_config(**overrides)
+    keras.utils.set_random_seed(3)
+    encoder = AlbertEncoder(config)
+    inputs = helpers.make_inputs(config, batch=3, seq=10)
+    want = encoder(inputs, training=False)
+    got = _run(encoder_graph(encoder), {k: v.numpy() for k, v in inputs.items()})
+    for name in ("pooled_output", "sequence_output"):
+        np.testing.assert_allclose(got[name], want[name].numpy(), atol=1e-5)
+
+
 def test_every_block_is_fused(fixture_export):
     """ORT's optimizer fuses the embeddings, every attention, every residual LayerNorm, and
     the FastGelu of gelu models (tiny: gelu; groups: relu)."""
@@ -100,6 +126,11 @@ def test_shared_weights_are_stored_once(fixture_export):
     assert [t.data_type for t in qkv] == [onnx.TensorProto.INT8] * distinct
     sizes = fixture_export["bundle"].onnx_report["bytes"]
     assert sizes["encoder_int8.onnx"] < sizes["encoder.onnx"]
+    # Static int8 quantizes activations too, not only the weights.
+    static = onnx.load(str(onnx_dir / "encoder_int8_static.onnx")).graph
+    weights = {t.name for t in static.initializer}
+    quantized = [n for n in static.node if n.op_type == "QuantizeLinear"]
+    assert any(n.input[0] not in weights for n in quantized)
 
 
 def test_reference_strings_give_the_original_ids(fixtures_dir):
@@ -300,16 +331,21 @@ def test_without_the_extra_one_line_exit_2(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_tensorflow_first_is_an_error_not_a_crash(tmp_path, fixtures_dir):
-    """Loading onnxruntime-extensions after TensorFlow would crash the SentencePiece operator;
-    the session says what to do instead."""
+def test_tensorflow_first_is_an_error_not_a_crash():
+    """Loading onnxruntime-extensions after TensorFlow would crash its SentencePiece operator;
+    a session of a model with its operators says what to do instead."""
     code = (
         "import tensorflow\n"
         "import export.onnx\n"
-        "from export.onnx.text import preprocess_graph\n"
+        "from onnx import TensorProto, helper\n"
         "from export.onnx.writer import session\n"
         "from albert_tf.errors import InstallError\n"
-        f"model = preprocess_graph({str(fixtures_dir / 'tokenizer' / 'spm.model')!r}, 8)\n"
+        "node = helper.make_node('StringRegexReplace', ['x', 'p', 'r'], ['y'],\n"
+        "                        domain='ai.onnx.contrib')\n"
+        "info = [helper.make_tensor_value_info(n, TensorProto.STRING, [1]) for n in 'xpry']\n"
+        "graph = helper.make_graph([node], 'g', info[:3], info[3:])\n"
+        "model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17),\n"
+        "                                                helper.make_opsetid('ai.onnx.contrib', 1)])\n"
         "try:\n"
         "    session(model)\n"
         "except InstallError as e:\n"

@@ -16,7 +16,6 @@ do not do: its export is refused (ExportError) rather than written to disagree w
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,10 @@ import onnx
 from onnx import TensorProto, helper
 
 from albert_tf.errors import ExportError
-from albert_tf.io_utils import atomic_dir
 from export.onnx import optimize
 from export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
 from export.onnx.text import TEXT_INPUTS, preprocess_graph, with_preprocess
-from export.onnx.writer import REPORT, run, session
+from export.onnx.writer import ONNX_DIR, run, session, write_onnx_dir
 
 CLASSIFIER_FILES = {"float32": "classifier.onnx", "int8": "classifier_int8.onnx"}
 SERVING_OUTPUTS = ("label", "label_id", "probabilities", "logits")
@@ -171,11 +169,4 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
         },
         "against_serving": agreement,
     }
-    with atomic_dir(finetuned_dir / "onnx", overwrite=True) as tmp:
-        sizes = {}
-        for name, classifier in files.items():
-            onnx.save(classifier, str(tmp / name))
-            sizes[name] = (tmp / name).stat().st_size
-        report["bytes"] = sizes
-        (tmp / REPORT).write_text(json.dumps(report, indent=2) + "\n")
-    return report
+    return write_onnx_dir(finetuned_dir / ONNX_DIR, files, report)

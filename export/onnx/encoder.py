@@ -154,11 +154,14 @@ def encoder_graph(encoder: Any) -> onnx.ModelProto:
     config = encoder.config
     g = GraphBuilder()
     g.constant("const/one", 1.0)
-    g.constant("const/half", 0.5)
-    g.constant("const/three", 3.0)
-    g.constant("const/gelu_cubic", _GELU_CUBIC)
-    g.constant("const/gelu_coeff", _GELU_COEFF)
-    g.constant("const/sqrt_two", math.sqrt(2.0))
+    if config.hidden_act in ("gelu", "gelu_new", "gelu_exact", "gelu_python"):
+        g.constant("const/half", 0.5)
+    if config.hidden_act in ("gelu", "gelu_new"):
+        g.constant("const/three", 3.0)
+        g.constant("const/gelu_cubic", _GELU_CUBIC)
+        g.constant("const/gelu_coeff", _GELU_COEFF)
+    if config.hidden_act in ("gelu_exact", "gelu_python"):
+        g.constant("const/sqrt_two", math.sqrt(2.0))
     g.constant("const/sqrt_head_size", math.sqrt(config.head_size))
     g.constant("const/mask_logit", MASK_LOGIT)
     g.constant("const/heads_shape", [0, 0, config.num_attention_heads, config.head_size], np.int64)

@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import unicodedata
-from collections.abc import Iterable
 
 import numpy as np
 import onnx
@@ -45,32 +43,17 @@ from onnx import TensorProto, helper
 
 from export.encoder import ENCODER_INPUTS
 from export.onnx.encoder import OPSET, GraphBuilder
+from preprocess.normalize import code_points, re2_class_body
 from preprocess.tokenizer import (
     CLS,
     PAD,
     SEP,
-    WORD_START,
-    is_digit_comma_piece,
     load_sp_model,
+    resplit_rows,
 )
 
 CONTRIB = "ai.onnx.contrib"
 TEXT_INPUTS = ("text", "text_pair")
-
-
-def _code_points() -> Iterable[str]:
-    return (chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
-
-
-def _class_body(chars: Iterable[str]) -> str:
-    """RE2 character-class body (`\\x{A}-\\x{B}...`) for `chars`, in code point order."""
-    ranges: list[tuple[int, int]] = []
-    for cp in sorted(map(ord, chars)):
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1] = (ranges[-1][0], cp)
-        else:
-            ranges.append((cp, cp))
-    return "".join(f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges)
 
 
 def _strip_accents(c: str) -> str:
@@ -81,7 +64,7 @@ def _strip_accents(c: str) -> str:
 @functools.cache
 def _tables() -> dict[str, object]:
     """The character tables of steps 1-3, from this Python's `str` and `unicodedata`."""
-    chars = list(_code_points())
+    chars = list(code_points())
     strip = {c: _strip_accents(c) for c in chars}
     lower = {c: c.lower() for c in chars}
     # Final_Sigma as str.lower applies it: "Σ" becomes "ς" after a cased letter (with any
@@ -91,11 +74,11 @@ def _tables() -> dict[str, object]:
     cased_set = set(cased)
     ignorable = [c for c in chars if c not in cased_set and ("A" + c + "Σ").lower().endswith("ς")]
     return dict(
-        space=_class_body(c for c in chars if c.isspace()),
+        space=re2_class_body(c for c in chars if c.isspace()),
         strip={c: s for c, s in strip.items() if s != c},
         lower={c: s for c, s in lower.items() if s != c},
-        cased=_class_body(cased),
-        ignorable=_class_body(ignorable),
+        cased=re2_class_body(cased),
+        ignorable=re2_class_body(ignorable),
     )
 
 
@@ -109,11 +92,11 @@ def _map_chars(g: GraphBuilder, text: str, mapping: dict[str, str], prefix: str)
     if dropped:
         # StringMapping's table cannot hold an empty value: characters that vanish are removed
         # by one regular expression instead.
-        text = _regex_replace(g, text, f"[{_class_body(dropped)}]", "", f"{prefix}/drop")
+        text = _regex_replace(g, text, f"[{re2_class_body(dropped)}]", "", f"{prefix}/drop")
     mapping = {c: v for c, v in mapping.items() if v}
     if any(ch in "\t\n" for item in mapping.items() for ch in "".join(item)):
         raise ValueError("a character table entry holds a tab or newline")
-    pattern = _string(g, f"{prefix}/pattern", f"([{_class_body(mapping)}])")
+    pattern = _string(g, f"{prefix}/pattern", f"([{re2_class_body(mapping)}])")
     pieces, _, _, splits = g.multi_node(
         "StringRegexSplitWithOffsets", [text, pattern, pattern], prefix, 4, domain=CONTRIB
     )  # pieces [P]: unchanged runs and single characters to map; row splits [N + 1]
@@ -183,14 +166,7 @@ def normalize(g: GraphBuilder, text: str, do_lower_case: bool, prefix: str) -> s
 def _resplit_table(sp) -> np.ndarray:
     """int64 [V, K]: the ids each vocabulary id becomes after the digit-comma re-split, padded
     with -1 (K the longest)."""
-    comma_id = sp.piece_to_id(",")
-    rows = []
-    for i in range(sp.get_piece_size()):
-        piece = sp.id_to_piece(i)
-        row = [i]
-        if is_digit_comma_piece(piece):
-            row = sp.encode(piece[:-1].replace(WORD_START, "")) + [comma_id]
-        rows.append(row)
+    rows = resplit_rows(sp)
     table = np.full((len(rows), max(map(len, rows))), -1, np.int64)
     for i, row in enumerate(rows):
         table[i, : len(row)] = row

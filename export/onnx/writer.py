@@ -217,12 +217,18 @@ def export_onnx(
         report["text_ids_equal_preprocess"] = _text_ids_equal(
             files[TEXT_ENCODER_FILES["float32"]], sp_model, seq_length, do_lower_case
         )
-    target = Path(output_dir) / ONNX_DIR
+    return write_onnx_dir(Path(output_dir) / ONNX_DIR, files, report)
+
+
+def write_onnx_dir(
+    target: Path, files: dict[str, onnx.ModelProto], report: dict[str, Any]
+) -> dict[str, Any]:
+    """Writes `files` (name -> model) and `report.json` (with each file's size added under
+    `bytes`) as the directory `target`, replacing it atomically; returns the report."""
     with atomic_dir(target, overwrite=True) as tmp:
-        sizes = {}
+        report["bytes"] = {}
         for name, model in files.items():
             onnx.save(model, str(tmp / name))
-            sizes[name] = (tmp / name).stat().st_size
-        report["bytes"] = sizes
+            report["bytes"][name] = (tmp / name).stat().st_size
         (tmp / REPORT).write_text(json.dumps(report, indent=2) + "\n")
     return report
