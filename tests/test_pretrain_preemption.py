@@ -110,6 +110,17 @@ def test_a_lost_peer_is_named_by_task_and_address(monkeypatch):
         "rerun every worker to resume from run/ckpt-10"
     )
     assert lost_worker(tf.errors.InvalidArgumentError(None, None, message), 12, None) is None
+    heartbeat = (  # the coordination service's word when the connection did not reset
+        "Graph execution error:\n\nCollective ops is aborted by: Error reported from "
+        "/job:worker/task:1: The following tasks are unhealthy (stopped sending heartbeats):\n"
+        "/job:worker/replica:0/task:1\nThe tasks have crashed."
+    )
+    lost = lost_worker(tf.errors.UnavailableError(None, None, heartbeat), 3, None)
+    assert str(lost) == (
+        "lost worker worker 1 (127.0.0.1:2002) at step 3 (The following tasks are unhealthy "
+        "(stopped sending heartbeats)); no checkpoint was written: rerun every worker to start "
+        "again"
+    )
 
 
 def _checkpoints(output: Path) -> list[str]:
