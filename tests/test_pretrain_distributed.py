@@ -384,6 +384,7 @@ def test_two_workers_preempted_then_a_lost_worker_then_resumed_bitwise(setup, si
     stderr = logs[0].read_text()
     lines = [line for line in stderr.splitlines() if line.startswith("albert-tf pretrain:")]
     assert len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert "Graph execution error" not in lines[0], lines[0]  # the cause, not TF's preamble
     assert re.match(
         r"albert-tf pretrain: error: lost worker worker 1 \(127\.0\.0\.1:\d+\) at step \d+ "
         r"\(.+\); rerun every worker to resume from \S+ckpt-\d+$",

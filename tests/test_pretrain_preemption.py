@@ -7,6 +7,7 @@ in test_pretrain_distributed.py: they need processes of their own.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import tensorflow as tf
 from albert_tf.checkpoint import check_checkpoint_files
 from albert_tf.errors import CheckpointError
 from albert_tf.pretraining import trainer
+from albert_tf.pretraining.preemption import lost_worker
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 from tests import helpers
@@ -88,6 +90,37 @@ def test_loops_are_cut_to_fit_the_preemption_grace(shard, tmp_path):
     )
     result = pretrain(tight)
     assert len(result.loop_seconds) == 4 and result.step == 8  # 5, 1, 1, 1
+
+
+def test_a_lost_peer_is_named_by_task_and_address(monkeypatch):
+    """The error TensorFlow raised in a survivor when worker 1 was killed (two local workers)."""
+    message = (
+        "Graph execution error:\n\nDetected at node CollectiveReduceV2 defined at (most recent "
+        'call last):\n  File "loop.py", line 196, in _loop\n\nCollective ops is aborted by: '
+        "recvmsg:Connection reset by peer\nAdditional GRPC error information from remote target "
+        "/job:worker/replica:0/task:1 while calling /tensorflow.WorkerService/RecvBuf:\n"
+        '{grpc_message:"recvmsg:Connection reset by peer", grpc_status:14}\n'
+        "\t [[{{node CollectiveReduceV2}}]] [Op:__inference__loop_9124]"
+    )
+    cluster = {"worker": ["127.0.0.1:2001", "127.0.0.1:2002"]}
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"index": 0}}))
+    error = tf.errors.UnavailableError(None, None, message)
+    assert str(lost_worker(error, 12, "run/ckpt-10")) == (
+        "lost worker worker 1 (127.0.0.1:2002) at step 12 (recvmsg:Connection reset by peer); "
+        "rerun every worker to resume from run/ckpt-10"
+    )
+    assert lost_worker(tf.errors.InvalidArgumentError(None, None, message), 12, None) is None
+    heartbeat = (  # the coordination service's word when the connection did not reset
+        "Graph execution error:\n\nCollective ops is aborted by: Error reported from "
+        "/job:worker/task:1: The following tasks are unhealthy (stopped sending heartbeats):\n"
+        "/job:worker/replica:0/task:1\nThe tasks have crashed."
+    )
+    lost = lost_worker(tf.errors.UnavailableError(None, None, heartbeat), 3, None)
+    assert str(lost) == (
+        "lost worker worker 1 (127.0.0.1:2002) at step 3 (The following tasks are unhealthy "
+        "(stopped sending heartbeats)); no checkpoint was written: rerun every worker to start "
+        "again"
+    )
 
 
 def _checkpoints(output: Path) -> list[str]:

@@ -112,7 +112,14 @@ def lost_worker(error: Exception, step: int, checkpoint: str | None) -> WorkerLo
         address = _cluster_address(job, index)
         if address:
             worker += f" ({address})"
-    reason = tf_error_reason(error).removeprefix("Collective ops is aborted by: ")
+    # The message opens with "Graph execution error:" and the op's trace; the cause is further on.
+    cause = re.search(r"aborted by: ([^\n]+)", message) or re.search(
+        r'grpc_message:"([^"]+)"', message
+    )
+    reason = cause.group(1) if cause else tf_error_reason(error)
+    # "Error reported from /job:worker/task:1: The following tasks ... heartbeats):" (the
+    # coordination service): the task is named already.
+    reason = re.sub(r"^Error reported from \S+: ", "", reason).strip().rstrip(":")
     return WorkerLost(worker, reason, step, checkpoint)
 
 
