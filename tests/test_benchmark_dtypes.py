@@ -78,4 +78,4 @@ def test_auto_dtype_is_what_the_benchmark_runs(monkeypatch):
     assert benchmark.run(parser.parse_args(["--tiny"])) == 0
     assert seen["dtypes"] == ("float32",)
     assert benchmark.run(parser.parse_args(["--tiny", "--dtype", "all"])) == 0
-    assert seen["dtypes"] == ("float32", "bfloat16")
+    assert seen["dtypes"] == ("float32", "bfloat16", "int8")  # all: every dtype, int8 included
