@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from albert_tf.io_utils import atomic_file
+
 REPO = Path(__file__).resolve().parents[1]
 EXIT_PREEMPTED = 75
 
@@ -122,10 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         "delay_seconds": args.delay,
         "rows": rows,
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(args.json).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    os.replace(tmp, args.json)
+    with atomic_file(args.json) as tmp:
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\n{result['cpu']['model']}, load {os.getloadavg()}; wrote {args.json}")
     return 0 if all(r["exit_code"] == EXIT_PREEMPTED for r in rows) else 1
 

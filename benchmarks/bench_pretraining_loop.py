@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from albert_tf.io_utils import atomic_file
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -166,10 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "rows": rows,
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(args.json).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    os.replace(tmp, args.json)
+    with atomic_file(args.json) as tmp:
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
     print(
         f"\n{result['cpu']['model']} {' '.join(result['cpu']['flags'])}, oneDNN {result['onednn']}"
     )
