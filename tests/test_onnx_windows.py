@@ -183,6 +183,7 @@ def test_export_writes_the_windowed_classifier(windowed):
         "window_stride": None,
         "window_placement": "spread",
         "window_pooling": "mean",
+        "max_first_segment_length": None,
     }
     float32 = report["against_serving"]["classifier.onnx"]
     assert float32["labels_equal"] is True

@@ -43,7 +43,7 @@ def head_graph(
     [B], `label` string [B] (argmax; labels as `serving/` names them).
 
     With `windows`: `pooled_output` [W, H] of the real windows and `window_present` bool
-    [B, K] in; the window logits are pooled into each text's (`windows.pooling`) first."""
+    [B, K] in; the window logits are pooled into each text's (`windows.window_pooling`) first."""
     g = GraphBuilder()
     logits = g.node(
         "Add",
@@ -52,7 +52,7 @@ def head_graph(
     )
     rows, present = "batch", []
     if windows is not None:
-        logits = pool_windows(g, logits, WINDOW_PRESENT, windows.pooling, "head/pool")
+        logits = pool_windows(g, logits, WINDOW_PRESENT, windows.window_pooling, "head/pool")
         rows, shape = "windows", ["batch", windows.max_windows]
         present = [helper.make_tensor_value_info(WINDOW_PRESENT, TensorProto.BOOL, shape)]
     inputs = [

@@ -18,7 +18,7 @@ quotient the windows use is of non-negative numbers, where the two agree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -33,36 +33,25 @@ WINDOW_PRESENT = "window_present"
 
 @dataclass(frozen=True)
 class Windows:
-    """A fine-tuned classifier's window settings (`FinetuneSettings` fields of the same names;
-    stride None is half a window)."""
+    """A fine-tuned classifier's window settings: the `FinetuneSettings` fields of the same
+    names (stride None: half a window; first-segment length None: half the packed room)."""
 
     max_windows: int
-    stride: int | None
-    placement: str
-    pooling: str
-    first_bound: int | None = None
+    window_stride: int | None
+    window_placement: str
+    window_pooling: str
+    max_first_segment_length: int | None
 
     @classmethod
     def of(cls, settings: Any) -> Windows | None:
         """The windows of `settings` (a `FinetuneSettings`), None for a single-window model."""
         if settings.max_windows <= 1:
             return None
-        return cls(
-            settings.max_windows,
-            settings.window_stride,
-            settings.window_placement,
-            settings.window_pooling,
-            settings.max_first_segment_length,
-        )
+        return cls(**{field.name: getattr(settings, field.name) for field in fields(cls)})
 
     def record(self) -> dict[str, Any]:
-        """The settings as the export's report.json records them."""
-        return dict(
-            max_windows=self.max_windows,
-            window_stride=self.stride,
-            window_placement=self.placement,
-            window_pooling=self.pooling,
-        )
+        """The settings as the export's report.json records them (finetune.json's names)."""
+        return asdict(self)
 
 
 def _int(g: GraphBuilder, prefix: str, name: str, value: Any) -> str:
@@ -160,16 +149,16 @@ def window_segments(
     axis, flat = _int(g, prefix, "axis", [1]), _int(g, prefix, "flat", [-1])
     batch = g.node("Shape", [num_tokens], prefix)  # [1]
     if first:
-        bound = first_segment_bound(seq_length, windows.first_bound)
+        bound = first_segment_bound(seq_length, windows.max_first_segment_length)
         first_ids, first_counts = first[0]
         kept = g.node("Min", [first_counts, _int(g, prefix, "bound", bound)], prefix)  # [B]
         room = g.node("Sub", [_int(g, prefix, "room", seq_length - 3), kept], prefix)
     else:
         room = g.node("Expand", [_int(g, prefix, "room", seq_length - 2), batch], prefix)
     max_windows = _int(g, prefix, "max_windows", windows.max_windows)
-    stride = _int(g, prefix, "stride", windows.stride or 0)
+    stride = _int(g, prefix, "stride", windows.window_stride or 0)
     starts, present = window_plan(
-        g, num_tokens, room, max_windows, stride, windows.placement, f"{prefix}/plan"
+        g, num_tokens, room, max_windows, stride, windows.window_placement, f"{prefix}/plan"
     )  # [B, K]
     present_flat = g.node("Reshape", [present, flat], prefix)  # [B * K]
     text = g.node("Range", [zero, g.node("Squeeze", [batch], prefix), one], prefix)  # [B]
