@@ -128,7 +128,9 @@ def _rows(g: GraphBuilder, ids: str, starts: str, lengths: str, width: int, pref
     valid = g.node("Less", [columns, g.node("Unsqueeze", [lengths, axis], prefix)], prefix)
     padded = g.node("Concat", [ids, _int(g, prefix, "pad", [0])], prefix, axis=0)  # [T + 1]
     index = g.node("Where", [valid, index, g.node("Size", [ids], prefix)], prefix)  # [R, width]
-    dense = g.node("Reshape", [g.node("Gather", [padded, index], prefix), flat], prefix)
+    dense = g.node(
+        "Reshape", [g.node("Gather", [padded, index], prefix), flat], prefix
+    )  # [R * width]
     return g.node("Compress", [dense, g.node("Reshape", [valid, flat], prefix)], prefix)
 
 
@@ -167,6 +169,7 @@ def window_segments(
         [g.node("Unsqueeze", [text, axis], prefix), g.node("Shape", [starts], prefix)],
         prefix,
     )  # [B, K]
+    # The text and first token of each real window, [W]: a Compress of the flat [B * K].
     text = g.node("Compress", [g.node("Reshape", [text, flat], prefix), present_flat], prefix)
     start = g.node("Compress", [g.node("Reshape", [starts, flat], prefix), present_flat], prefix)
     # A window holds min(room, tokens left) tokens: keep = offset < room & position < n.
@@ -200,9 +203,9 @@ def pool_windows(g: GraphBuilder, outputs: str, present: str, pooling: str, pref
     rows = g.node("Range", [_int(g, prefix, "zero", 0), size, _int(g, prefix, "one", 1)], prefix)
     rows = g.node(
         "Compress",
-        [rows, g.node("Reshape", [present, _int(g, prefix, "flat", [-1])], prefix)],
+        [rows, g.node("Reshape", [present, _int(g, prefix, "flat", [-1])], prefix)],  # [B * K]
         prefix,
-    )
+    )  # [W]: each real window's place in [B * K]
     inner = g.node(
         "Slice",
         [
@@ -212,7 +215,7 @@ def pool_windows(g: GraphBuilder, outputs: str, present: str, pooling: str, pref
         ],
         prefix,
     )  # [1]: D
-    size = g.node("Reshape", [size, _int(g, prefix, "one_1_shape", [1])], prefix)
+    size = g.node("Reshape", [size, _int(g, prefix, "one_1_shape", [1])], prefix)  # [1]: B * K
     zeros = g.node(
         "ConstantOfShape",
         [g.node("Concat", [size, inner], prefix, axis=0)],
