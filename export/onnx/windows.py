@@ -13,7 +13,8 @@ A classifier fine-tuned with `--max-windows` K > 1 reads a long text as up to K 
   real windows by their mean or max, as `finetune.windows.pool_windows`.
 
 Integers are int64. ONNX's integer `Div` truncates where TensorFlow's `//` floors; every
-quotient the windows use is of non-negative numbers, where the two agree.
+quotient whose value is used is of non-negative numbers, where the two agree (`spread` divides
+a negative span for texts that fit in K windows, and `Where` then takes the head's starts).
 """
 
 from __future__ import annotations
