@@ -7,11 +7,12 @@
   pair tasks) strings [B]; outputs as `serving/`'s signature: `label` string [B], `label_id`
   int32 [B], `probabilities` float32 [B, L], `logits` float32 [B, L];
 - `report.json`: how each file agrees with `serving/` on probe text (labels equal, largest
-  probability difference) and the fused operators.
+  probability difference), the fused operators and the window settings (null without).
 
 Tokenization and packing are `export.onnx.text`'s, at the model's `max_seq_length`. A model
-fine-tuned with `--max-windows` above 1 reads long texts as several windows, which these graphs
-do not do: its export is refused (ExportError) rather than written to disagree with `serving/`.
+fine-tuned with `--max-windows` above 1 reads a long text as up to that many windows placed and
+pooled as `serving/` does (`export.onnx.windows`, from finetune.json's window settings): the
+encoder runs on the real windows of the batch, and the head pools their logits per text.
 """
 
 from __future__ import annotations
@@ -28,21 +29,35 @@ from albert_tf.errors import ExportError
 from export.onnx import optimize
 from export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
 from export.onnx.text import TEXT_INPUTS, preprocess_graph, with_preprocess
+from export.onnx.windows import WINDOW_PRESENT, Windows, pool_windows
 from export.onnx.writer import ONNX_DIR, run, session, write_onnx_dir
 
 CLASSIFIER_FILES = {"float32": "classifier.onnx", "int8": "classifier_int8.onnx"}
 SERVING_OUTPUTS = ("label", "label_id", "probabilities", "logits")
 
 
-def head_graph(dense: Any, labels: list[str], hidden_size: int) -> onnx.ModelProto:
+def head_graph(
+    dense: Any, labels: list[str], hidden_size: int, windows: Windows | None = None
+) -> onnx.ModelProto:
     """`pooled_output` float32 [B, H] -> `logits`, `probabilities` [B, L], `label_id` int32
-    [B], `label` string [B] (argmax; labels as `serving/` names them)."""
+    [B], `label` string [B] (argmax; labels as `serving/` names them).
+
+    With `windows`: `pooled_output` [W, H] of the real windows and `window_present` bool
+    [B, K] in; the window logits are pooled into each text's (`windows.window_pooling`) first."""
     g = GraphBuilder()
     logits = g.node(
         "Add",
         [g.node("MatMul", ["pooled_output", g.weight(dense.kernel)], "head"), g.weight(dense.bias)],
         "head",
     )
+    rows, present = "batch", []
+    if windows is not None:
+        logits = pool_windows(g, logits, WINDOW_PRESENT, windows.window_pooling, "head/pool")
+        rows, shape = "windows", ["batch", windows.max_windows]
+        present = [helper.make_tensor_value_info(WINDOW_PRESENT, TensorProto.BOOL, shape)]
+    inputs = [
+        helper.make_tensor_value_info("pooled_output", TensorProto.FLOAT, [rows, hidden_size])
+    ]
     probabilities = g.node("Softmax", [logits], "head", axis=-1)
     label_id = g.node("ArgMax", [logits], "head", axis=-1, keepdims=0)  # int64 [B]
     names = g.constant("head/labels", np.array(labels or [""], dtype=object), object)
@@ -58,7 +73,7 @@ def head_graph(dense: Any, labels: list[str], hidden_size: int) -> onnx.ModelPro
     graph = helper.make_graph(
         g.nodes,
         "albert_classifier_head",
-        [helper.make_tensor_value_info("pooled_output", TensorProto.FLOAT, ["batch", hidden_size])],
+        inputs + present,
         [
             helper.make_tensor_value_info("label", TensorProto.STRING, ["batch"]),
             helper.make_tensor_value_info("label_id", TensorProto.INT32, ["batch"]),
@@ -74,49 +89,65 @@ def head_graph(dense: Any, labels: list[str], hidden_size: int) -> onnx.ModelPro
     return model
 
 
-def _classifier(text_model: onnx.ModelProto, head: onnx.ModelProto) -> onnx.ModelProto:
-    """`text_model` (strings -> encoder outputs and ids) feeding `head`: strings -> the
-    serving outputs."""
+def classifier_graphs(
+    finetuned: Any, encoders: dict[str, onnx.ModelProto]
+) -> dict[str, onnx.ModelProto]:
+    """The raw-string classifier around each of `encoders` (kind -> an encoder graph of
+    `finetuned`'s encoder): strings -> the serving outputs, with `finetuned`'s tokenizer,
+    sequence length, windows and head."""
     from onnx import compose
 
-    return compose.merge_models(
-        text_model,
-        compose.add_prefix(head, "head/", rename_inputs=False, rename_outputs=False),
-        io_map=[("pooled_output", "pooled_output")],
-        outputs=list(SERVING_OUTPUTS),
+    settings = finetuned.task.settings
+    model = finetuned.model
+    windows = Windows.of(settings)
+    preprocess = preprocess_graph(
+        finetuned.tokenizer.sp_model_path,
+        settings.max_seq_length,
+        finetuned.tokenizer.do_lower_case,
+        2 if settings.has_pair else 1,
+        windows,
     )
+    labels = list(settings.labels or [])
+    head = head_graph(model.task_head.dense, labels, model.encoder.config.hidden_size, windows)
+    head = compose.add_prefix(head, "head/", rename_inputs=False, rename_outputs=False)
+    return {
+        kind: compose.merge_models(
+            with_preprocess(preprocess, encoder),
+            head,
+            io_map=[(i.name, i.name) for i in head.graph.input],
+            outputs=list(SERVING_OUTPUTS),
+        )
+        for kind, encoder in encoders.items()
+    }
 
 
 def check_exportable(task: Any) -> None:
-    """ExportError unless `task` is a single-window classifier."""
-    settings = task.settings
-    if settings.task != "classify":
+    """ExportError unless `task` is a classifier."""
+    if task.settings.task != "classify":
         raise ExportError(
-            f"ONNX export of fine-tuned models covers classify tasks; this one is {settings.task}"
-        )
-    if settings.max_windows > 1:
-        raise ExportError(
-            f"this classifier reads long texts as up to {settings.max_windows} windows "
-            "(--max-windows), which the ONNX graphs do not: serve it from serving/"
+            "ONNX export of fine-tuned models covers classify tasks; "
+            f"this one is {task.settings.task}"
         )
 
 
 def probe_texts(num_segments: int) -> dict[str, np.ndarray]:
-    """A few dozen English sentences (pydoc help topics) as `text` (and `text_pair`)."""
+    """English prose (pydoc help topics) as `text` (and `text_pair`): 16 sentences and 16
+    whole topics of up to thousands of tokens, so that long texts fill every window."""
     from preprocess.corpus import pydoc_topic_documents
 
-    sentences = [s for _, doc in pydoc_topic_documents() for s in doc][:64]
-    inputs = {"text": np.array(sentences[:32], dtype=object)}
+    documents = [doc for _, doc in pydoc_topic_documents() if doc]
+    sentences = [s for doc in documents for s in doc]
+    texts = sentences[:16] + [" ".join(doc) for doc in documents[:16]]
+    inputs = {"text": np.array(texts, dtype=object)}
     if num_segments == 2:
-        inputs["text_pair"] = np.array(sentences[32:64], dtype=object)
+        inputs["text_pair"] = np.array(sentences[16:32] + texts[16:][::-1], dtype=object)
     return inputs
 
 
 def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
     """Writes `finetuned_dir/onnx/` (see the module docstring) atomically; returns the report.
 
-    Raises CheckpointError (not a fine-tuned model directory), ExportError (not a classifier,
-    or one that reads several windows).
+    Raises CheckpointError (not a fine-tuned model directory), ExportError (not a classifier).
     """
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
@@ -127,23 +158,15 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
     finetuned = load_finetuned(finetuned_dir)
     check_exportable(finetuned.task)
     settings = finetuned.task.settings
-    model = finetuned.model
-    config = model.encoder.config
+    config = finetuned.model.encoder.config
     num_segments = 2 if settings.has_pair else 1
-    preprocess = preprocess_graph(
-        finetuned.tokenizer.sp_model_path,
-        settings.max_seq_length,
-        finetuned.tokenizer.do_lower_case,
-        num_segments,
-    )
-    head = head_graph(model.task_head.dense, list(settings.labels or []), config.hidden_size)
-    float32 = encoder_graph(model.encoder)
+    windows = Windows.of(settings)
+    float32 = encoder_graph(finetuned.model.encoder)
     fused = optimize.fuse(float32, config.num_attention_heads, config.hidden_size)
-    encoders = {"float32": float32, "int8": optimize.quantize_dynamic_int8(fused)}
-    files = {
-        CLASSIFIER_FILES[kind]: _classifier(with_preprocess(preprocess, encoder), head)
-        for kind, encoder in encoders.items()
-    }
+    graphs = classifier_graphs(
+        finetuned, {"float32": float32, "int8": optimize.quantize_dynamic_int8(fused)}
+    )
+    files = {CLASSIFIER_FILES[kind]: graph for kind, graph in graphs.items()}
 
     inputs = probe_texts(num_segments)
     serving_dir = finetuned_dir / "serving"
@@ -164,6 +187,7 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
         "seq_length": settings.max_seq_length,
         "inputs": list(TEXT_INPUTS[:num_segments]),
         "labels": list(settings.labels or []),
+        "windows": windows.record() if windows else None,
         "fused_ops": {
             op: n for op, n in optimize.op_counts(fused).items() if op in optimize.FUSED_OPS
         },

@@ -19,6 +19,8 @@ session). The steps are those of `preprocess.normalize.preprocess_text` and
    [V, K] table, `Gather` + `Compress`), built with the reference's code;
 6. packing: `[CLS] A [SEP] (B [SEP])`, round-robin trimming, padding, int32 [B, seq_length],
    as `preprocess.preprocess_model.bert_pack_inputs`.
+   For a windowed classifier, the last segment is first cut into windows
+   (`export.onnx.windows`) and the packing packs the rows of the real windows.
 
 The tables are built from the Python that runs the export, so the graph equals
 `preprocess_text` of that Python's Unicode database. Known differences from the reference
@@ -43,6 +45,7 @@ from onnx import TensorProto, helper
 
 from export.encoder import ENCODER_INPUTS
 from export.onnx.encoder import OPSET, GraphBuilder
+from export.onnx.windows import WINDOW_PRESENT, Windows, window_segments
 from preprocess.normalize import code_points, re2_class_body
 from preprocess.tokenizer import (
     CLS,
@@ -311,9 +314,14 @@ def preprocess_graph(
     seq_length: int,
     do_lower_case: bool = True,
     num_segments: int = 1,
+    windows: Windows | None = None,
 ) -> onnx.ModelProto:
     """Strings `text` (and `text_pair` for 2 segments) tf.string [B] -> `input_word_ids`,
-    `input_mask`, `input_type_ids` int32 [B, seq_length], as the preprocessing SavedModel."""
+    `input_mask`, `input_type_ids` int32 [B, seq_length], as the preprocessing SavedModel.
+
+    With `windows`, the last segment is read in windows (`export.onnx.windows`): the ids are
+    of the W real windows, [W, seq_length], and `window_present` bool [B, K] says which
+    windows each text has."""
     sp = load_sp_model(sp_model_path)
     special = dict(pad=sp.piece_to_id(PAD), cls=sp.piece_to_id(CLS), sep=sp.piece_to_id(SEP))
     with open(sp_model_path, "rb") as f:
@@ -336,6 +344,16 @@ def preprocess_graph(
     for name in TEXT_INPUTS[:num_segments]:
         text = normalize(g, name, do_lower_case, f"{name}/normalize")
         segments.append(tokenize(g, text, sp_bytes, table, f"{name}/tokenize"))
+    rows, declared = "batch", []
+    if windows is not None:
+        segments, present = window_segments(g, segments, seq_length, windows, "windows")
+        g.nodes.append(helper.make_node("Identity", [present], [WINDOW_PRESENT]))
+        rows = "windows"
+        declared = [
+            helper.make_tensor_value_info(
+                WINDOW_PRESENT, TensorProto.BOOL, ["batch", windows.max_windows]
+            )
+        ]
     outputs = pack(g, segments, seq_length, special, "pack")
     for name, value in outputs.items():
         g.nodes.append(helper.make_node("Identity", [value], [name], name=name))
@@ -347,9 +365,10 @@ def preprocess_graph(
             for n in TEXT_INPUTS[:num_segments]
         ],
         [
-            helper.make_tensor_value_info(n, TensorProto.INT32, ["batch", seq_length])
+            helper.make_tensor_value_info(n, TensorProto.INT32, [rows, seq_length])
             for n in ENCODER_INPUTS
-        ],
+        ]
+        + declared,
         initializer=list(g.initializers.values()),
     )
     model = helper.make_model(
@@ -362,11 +381,11 @@ def preprocess_graph(
 
 
 def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx.ModelProto:
-    """`preprocess` feeding `model`'s encoder inputs: strings in, `model`'s outputs and the
-    three encoder inputs (the ALBERT ids) out."""
+    """`preprocess` feeding `model`'s encoder inputs: strings in, `model`'s outputs and
+    `preprocess`'s (the three encoder inputs, the ALBERT ids; `window_present`) out."""
     from onnx import compose
 
-    outputs = [o.name for o in model.graph.output] + list(ENCODER_INPUTS)
+    outputs = [o.name for o in model.graph.output] + [o.name for o in preprocess.graph.output]
     return compose.merge_models(
         compose.add_prefix(preprocess, "preprocess/", rename_inputs=False, rename_outputs=False),
         compose.add_prefix(model, "model/", rename_inputs=False, rename_outputs=False),
