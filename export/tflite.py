@@ -9,7 +9,6 @@ weight matrices as int8 (tensors of at least 1024 elements) and computes in floa
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.encoder import AlbertEncoder
+from albert_tf.runtimes import tflite_runner
 from export.encoder import ENCODER_INPUTS
 
 TFLITE_FILES = {"float32": "encoder_float32.tflite", "int8": "encoder_int8.tflite"}
@@ -47,25 +47,6 @@ def tflite_converters(encoder: AlbertEncoder, seq_length: int) -> dict[str, Any]
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         converters[kind] = converter
     return converters
-
-
-def _interpreter(model_path: str) -> Any:
-    # TF 2.20 deprecates tf.lite.Interpreter in favour of LiteRT; use LiteRT when installed.
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:
-        Interpreter = tf.lite.Interpreter
-    return Interpreter(model_path=model_path)
-
-
-def tflite_runner(model_path: str | os.PathLike) -> Callable[[dict], dict[str, np.ndarray]]:
-    """A function: dict of int32 [B, S] encoder inputs -> dict of the TFLite outputs (numpy)."""
-    runner = _interpreter(str(model_path)).get_signature_runner("serving_default")
-
-    def run(inputs: dict[str, Any]) -> dict[str, np.ndarray]:
-        return runner(**{name: np.asarray(inputs[name], np.int32) for name in ENCODER_INPUTS})
-
-    return run
 
 
 def cosine_similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:

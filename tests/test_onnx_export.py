@@ -98,15 +98,35 @@ def test_encoder_graph_equals_keras(overrides):
 
 
 def test_every_block_is_fused(fixture_export):
-    """ORT's optimizer fuses the embeddings, every attention, every residual LayerNorm, and
-    the FastGelu of gelu models (tiny: gelu; groups: relu)."""
+    """ORT's optimizer fuses the embeddings, every attention and the FastGelu of gelu models
+    (tiny: gelu; groups: relu); the residual LayerNorms it fuses into SkipLayerNormalization
+    are split again (optimize.split_for_cpu_kernels) into LayerNormalization on 2-D rows."""
     config = fixture_export["config"]
     blocks = config["num_hidden_layers"] * config["inner_group_num"]
     fused = fixture_export["bundle"].onnx_report["fused_ops"]
     assert fused["EmbedLayerNormalization"] == 1
     assert fused["Attention"] == blocks
-    assert fused["SkipLayerNormalization"] == 2 * blocks
+    assert fused["LayerNormalization"] == 2 * blocks
+    assert "SkipLayerNormalization" not in fused
     assert fused.get("FastGelu", 0) == (blocks if config["hidden_act"] == "gelu" else 0)
+
+
+def test_sessions_keep_the_split_layer_norms(fixture_export, tmp_path):
+    """ORT's session-time SkipLayerNorm fusion, on by default, leaves the split (2-D) residual
+    LayerNorms of the int8 encoder alone: the optimized graph a default session runs has none."""
+    import onnx
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(
+        str(fixture_export["bundle"].onnx / "encoder_int8.onnx"),
+        options,
+        providers=["CPUExecutionProvider"],
+    )
+    ops = {node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node}
+    assert "LayerNormalization" in ops
+    assert "SkipLayerNormalization" not in ops
 
 
 def test_shared_weights_are_stored_once(fixture_export):

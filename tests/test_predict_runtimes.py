@@ -95,3 +95,27 @@ def test_onnx_runtime_without_the_extra_is_one_line(classifier, monkeypatch, cap
     assert cli.main([*argv, "--runtime", "onnx"]) == 2
     line = helpers.one_error_line(capsys.readouterr().err, "predict")
     assert 'pip install -e ".[onnx]"' in line
+
+
+def test_long_batches_are_fed_in_chunks_of_tokens():
+    """`in_chunks`: calls of at most CHUNK_TOKENS tokens (at least one row), outputs in order."""
+    from albert_tf.runtimes import CHUNK_TOKENS, in_chunks
+
+    rows_per_call = []
+
+    def run(inputs):
+        ids = inputs["input_word_ids"]
+        rows_per_call.append(len(ids))
+        return {"pooled_output": ids[:, :2] * 2.0, "sequence_output": ids[:, :, None] + 0.5}
+
+    ids = np.arange(20 * 128).reshape(20, 128)
+    got = in_chunks(run)({"input_word_ids": ids, "input_mask": np.ones_like(ids)})
+    assert rows_per_call == [CHUNK_TOKENS // 128] * 2 + [20 - 2 * (CHUNK_TOKENS // 128)]
+    np.testing.assert_array_equal(got["pooled_output"], ids[:, :2] * 2.0)
+    np.testing.assert_array_equal(got["sequence_output"], ids[:, :, None] + 0.5)
+    rows_per_call.clear()
+    in_chunks(run)({"input_word_ids": np.zeros((3, 2 * CHUNK_TOKENS), np.int64)})
+    assert rows_per_call == [1, 1, 1]
+    rows_per_call.clear()
+    in_chunks(run, None)({"input_word_ids": ids})
+    assert rows_per_call == [20]

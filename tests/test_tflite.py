@@ -6,12 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export.tflite import (
-    TFLITE_FILES,
-    pooled_output_drift,
-    saved_model_variable_bytes,
-    tflite_runner,
-)
+from albert_tf.runtimes import tflite_runner
+from export.tflite import TFLITE_FILES, pooled_output_drift, saved_model_variable_bytes
 from tests import helpers
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")

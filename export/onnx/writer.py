@@ -23,6 +23,7 @@ import onnx
 
 from albert_tf.errors import InstallError
 from albert_tf.io_utils import atomic_dir
+from albert_tf.runtimes import onnx_session, session_runner
 from export.encoder import ENCODER_INPUTS
 from export.onnx import optimize
 from export.onnx.encoder import encoder_graph
@@ -44,11 +45,9 @@ INT8_MIN_COSINE = 0.999
 
 
 def session(model: onnx.ModelProto | str | os.PathLike, threads: int | None = None) -> Any:
-    """An onnxruntime CPU InferenceSession of `model` (a ModelProto or a path), with the
-    onnxruntime-extensions operators registered (the raw-string models need them)."""
-    import onnxruntime as ort
-    from onnxruntime_extensions import get_library_path
-
+    """An ONNX Runtime CPU session of `model` (a ModelProto or a path) with onnxruntime-extensions'
+    operators registered (`albert_tf.runtimes.onnx_session`). InstallError instead of a crash
+    when the model uses them and this process imported TensorFlow first."""
     import export.onnx
 
     proto = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
@@ -59,20 +58,12 @@ def session(model: onnx.ModelProto | str | os.PathLike, threads: int | None = No
             "this process imported tensorflow before onnxruntime_extensions, which makes "
             "the raw-string ONNX models crash: import onnxruntime_extensions first"
         )
-    options = ort.SessionOptions()
-    options.register_custom_ops_library(get_library_path())
-    if threads:
-        options.intra_op_num_threads = threads
-    return ort.InferenceSession(
-        proto.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
+    return onnx_session(proto, threads, custom_ops=True)
 
 
 def run(sess: Any, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
     """Runs `sess` on the inputs it declares; returns every output by name."""
-    names = [o.name for o in sess.get_outputs()]
-    feed = {i.name: inputs[i.name] for i in sess.get_inputs()}
-    return dict(zip(names, sess.run(names, feed), strict=True))
+    return session_runner(sess)(inputs)
 
 
 def text_batches(
