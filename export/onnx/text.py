@@ -45,6 +45,7 @@ from onnx import TensorProto, helper
 
 from export.encoder import ENCODER_INPUTS
 from export.onnx.encoder import OPSET, GraphBuilder
+from export.onnx.piece_order import byte_fallback_model, order_runs, piece_tables
 from export.onnx.windows import WINDOW_PRESENT, Windows, window_segments
 from preprocess.normalize import code_points, re2_class_body
 from preprocess.tokenizer import (
@@ -176,9 +177,10 @@ def _resplit_table(sp) -> np.ndarray:
     return table
 
 
-def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, table: str, prefix: str) -> tuple:
-    """SentencePiece + re-split on normalized text [N]: (flat ids int64 [T], row lengths
-    int64 [N])."""
+def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, tables: dict, prefix: str) -> tuple:
+    """SentencePiece + run order + re-split on normalized text [N]: (flat ids int64 [T], row
+    lengths int64 [N]). `sp_bytes` is the byte-fallback model (`piece_order`), whose byte ids
+    (>= vocab size) stand for unknown characters."""
     pieces, splits = g.multi_node(
         "SentencepieceTokenizer",
         [text, "const/nbest", "const/alpha", "const/false", "const/false", "const/false"],
@@ -188,7 +190,45 @@ def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, table: str, prefix: st
         model=sp_bytes,
     )  # pieces int32 [P], splits int64 [N + 1]
     pieces = g.node("Cast", [pieces], prefix, to=TensorProto.INT64)
-    rows = g.node("Gather", [table, pieces], prefix)  # [P, K]
+    index, valid = _ragged_gather_index(g, _row_lengths(g, splits, prefix), prefix)  # [N, M]
+    padded = g.node("Concat", [pieces, "const/unk"], prefix, axis=0)  # [P + 1]
+    index = g.node("Where", [valid, index, g.node("Size", [pieces], prefix)], prefix)
+    ids = g.node("Gather", [padded, index], prefix)  # [N, M], padded with <unk> (no run)
+    if tables["order"] is not None:
+        ids = order_runs(g, ids, valid, tables["order"], f"{prefix}/order")
+    # An unknown character's bytes -> one <unk> per run of them, as `sentencepiece` merges them.
+    is_byte = g.node("GreaterOrEqual", [ids, "const/vocab_size"], prefix)
+    after_byte = g.node(
+        "Slice",
+        [
+            g.node("Pad", [is_byte, "const/pad_before", "const/false_scalar"], prefix),
+            "const/zeros_1",
+            "const/minus_ones_1",
+            "const/ones_1",
+        ],
+        prefix,
+    )
+    keep = g.node(
+        "And",
+        [valid, g.node("Not", [g.node("And", [is_byte, after_byte], prefix)], prefix)],
+        prefix,
+    )
+    ids = g.node("Where", [is_byte, "const/unk", ids], prefix)
+    ids = g.node(
+        "Compress",
+        [
+            g.node("Reshape", [ids, "const/flat"], prefix),
+            g.node("Reshape", [keep, "const/flat"], prefix),
+        ],
+        prefix,
+    )  # [P']
+    counts = g.node(
+        "ReduceSum",
+        [g.node("Cast", [keep], prefix, to=TensorProto.INT64), "const/axes_1"],
+        prefix,
+        keepdims=0,
+    )  # [N]
+    rows = g.node("Gather", [tables["resplit"], ids], prefix)  # [P', K]
     valid = g.node("GreaterOrEqual", [rows, "const/zero"], prefix)
     lengths = g.node(
         "ReduceSum",
@@ -206,8 +246,9 @@ def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, table: str, prefix: st
     )  # [T]
     # Row lengths after the re-split: the new lengths summed over each row's pieces.
     ends = g.node("CumSum", [lengths, "const/zero"], prefix)
-    ends = g.node("Concat", ["const/zeros_1", ends], prefix, axis=0)  # [P + 1]
-    row_ends = g.node("Gather", [ends, splits], prefix)  # [N + 1]
+    ends = g.node("Concat", ["const/zeros_1", ends], prefix, axis=0)  # [P' + 1]
+    row_ends = g.node("Gather", [ends, g.node("CumSum", [counts, "const/zero"], prefix)], prefix)
+    row_ends = g.node("Concat", ["const/zeros_1", row_ends], prefix, axis=0)  # [N + 1]
     return ids, _row_lengths(g, row_ends, prefix)
 
 
@@ -339,11 +380,19 @@ def preprocess_graph(
     g.constant("const/alpha", [0.0], np.float32)
     g.constant("const/false", [False], np.bool_)
     g.constant("const/empty_string", np.array([""], dtype=object), object)
-    table = g.constant("resplit_table", _resplit_table(sp), np.int64)
+    g.constant("const/false_scalar", False, np.bool_)
+    g.constant("const/pad_before", [0, 1, 0, 0], np.int64)
+    g.constant("const/unk", [sp.unk_id()], np.int64)
+    g.constant("const/vocab_size", sp.get_piece_size(), np.int64)
+    tables = dict(
+        resplit=g.constant("resplit_table", _resplit_table(sp), np.int64),
+        order=piece_tables(sp_bytes),
+    )
+    sp_bytes = byte_fallback_model(sp_bytes)
     segments = []
     for name in TEXT_INPUTS[:num_segments]:
         text = normalize(g, name, do_lower_case, f"{name}/normalize")
-        segments.append(tokenize(g, text, sp_bytes, table, f"{name}/tokenize"))
+        segments.append(tokenize(g, text, sp_bytes, tables, f"{name}/tokenize"))
     rows, declared = "batch", []
     if windows is not None:
         segments, present = window_segments(g, segments, seq_length, windows, "windows")
@@ -380,6 +429,25 @@ def preprocess_graph(
     return model
 
 
+def _add_prefix(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
+    """`onnx.compose.add_prefix` without renaming inputs and outputs, whose Loop bodies also
+    find the outer graph's initializers under their new names: onnx renames a subgraph before
+    it maps the outer graph's initializers, so their names are mapped first here."""
+    from onnx import compose
+
+    renamed = onnx.ModelProto()
+    renamed.CopyFrom(model)
+    compose.add_prefix_graph(
+        renamed.graph,
+        prefix,
+        rename_inputs=False,
+        rename_outputs=False,
+        inplace=True,
+        name_map={i.name: prefix + i.name for i in renamed.graph.initializer},
+    )
+    return renamed
+
+
 def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx.ModelProto:
     """`preprocess` feeding `model`'s encoder inputs: strings in, `model`'s outputs and
     `preprocess`'s (the three encoder inputs, the ALBERT ids; `window_present`) out."""
@@ -387,8 +455,8 @@ def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx
 
     outputs = [o.name for o in model.graph.output] + [o.name for o in preprocess.graph.output]
     return compose.merge_models(
-        compose.add_prefix(preprocess, "preprocess/", rename_inputs=False, rename_outputs=False),
-        compose.add_prefix(model, "model/", rename_inputs=False, rename_outputs=False),
+        _add_prefix(preprocess, "preprocess/"),
+        _add_prefix(model, "model/"),
         io_map=[(name, name) for name in ENCODER_INPUTS],
         outputs=outputs,
     )
