@@ -14,21 +14,30 @@ session). The steps are those of `preprocess.normalize.preprocess_text` and
 3. lowercase as `str.lower`, also a per-character table, after the one context-dependent rule,
    Final_Sigma, as a regular expression over the cased and case-ignorable sets that Python's
    own `str.lower` reveals when asked about each character;
-4. SentencePiece (`SentencepieceTokenizer` with the model's bytes);
-5. the digit-comma re-split as a table lookup: every id maps to the ids it becomes (a padded
+4. SentencePiece (`SentencepieceTokenizer`) on the model with byte fallback added, so an
+   unknown character comes out as its UTF-8 bytes and its characters can be counted;
+5. the order of tied pieces: onnxruntime-extensions bundles an older SentencePiece that finds
+   the same pieces as the `sentencepiece` package but may order pieces of one repeated string
+   otherwise (of the fixture strings, one run of dashes; of generated strings of such runs,
+   about a third). `export.onnx.piece_order` redoes `sentencepiece`'s float32 Viterbi inside
+   each such run, from the row's score where the run starts; then each run of byte pieces
+   becomes one `<unk>`, as `sentencepiece` merges unknown characters;
+6. the digit-comma re-split as a table lookup: every id maps to the ids it becomes (a padded
    [V, K] table, `Gather` + `Compress`), built with the reference's code;
-6. packing: `[CLS] A [SEP] (B [SEP])`, round-robin trimming, padding, int32 [B, seq_length],
+7. packing: `[CLS] A [SEP] (B [SEP])`, round-robin trimming, padding, int32 [B, seq_length],
    as `preprocess.preprocess_model.bert_pack_inputs`.
    For a windowed classifier, the last segment is first cut into windows
    (`export.onnx.windows`) and the packing packs the rows of the real windows.
 
 The tables are built from the Python that runs the export, so the graph equals
 `preprocess_text` of that Python's Unicode database. Known differences from the reference
-(tests/test_onnx_export.py asserts exactly these):
+(tests/test_onnx_export.py asserts the ids of the fixture strings and of generated runs):
 
-- onnxruntime-extensions bundles an older SentencePiece whose Viterbi breaks ties between
-  equal-score segmentations the other way, as `tf_text.SentencepieceTokenizer` does (of the
-  fixture strings, one run of dashes);
+- the run order follows `sentencepiece` 0.2.2's Viterbi (float32 sums left to right, the
+  longer last piece on exact ties, user-defined pieces scored 0.1 per extra byte). That
+  version also rebases its running score when it passes +-100,000 (past ~15,000 pieces in
+  one text), which the graph does not; its ids were still equal on 200 texts of 10,000 to
+  32,000 pieces ending in tied runs, but equality there is measured, not proven;
 - ONNX Runtime's string tensors end at a NUL character, and input must be valid Unicode (a
   Python `str` without lone surrogates): bytes with invalid UTF-8 cannot be given.
 """
