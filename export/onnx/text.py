@@ -54,7 +54,7 @@ from onnx import TensorProto, helper
 
 from export.encoder import ENCODER_INPUTS
 from export.onnx.encoder import OPSET, GraphBuilder
-from export.onnx.piece_order import byte_fallback_model, order_runs, piece_tables
+from export.onnx.piece_order import byte_fallback_model, order_runs, piece_tables, shifted
 from export.onnx.windows import WINDOW_PRESENT, Windows, window_segments
 from preprocess.normalize import code_points, re2_class_body
 from preprocess.tokenizer import (
@@ -207,16 +207,7 @@ def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, tables: dict, prefix: 
         ids = order_runs(g, ids, valid, tables["order"], f"{prefix}/order")
     # An unknown character's bytes -> one <unk> per run of them, as `sentencepiece` merges them.
     is_byte = g.node("GreaterOrEqual", [ids, "const/vocab_size"], prefix)
-    after_byte = g.node(
-        "Slice",
-        [
-            g.node("Pad", [is_byte, "const/pad_before", "const/false_scalar"], prefix),
-            "const/zeros_1",
-            "const/minus_ones_1",
-            "const/ones_1",
-        ],
-        prefix,
-    )
+    after_byte = shifted(g, is_byte, "const/false_scalar", False, prefix)
     keep = g.node(
         "And",
         [valid, g.node("Not", [g.node("And", [is_byte, after_byte], prefix)], prefix)],
@@ -390,7 +381,6 @@ def preprocess_graph(
     g.constant("const/false", [False], np.bool_)
     g.constant("const/empty_string", np.array([""], dtype=object), object)
     g.constant("const/false_scalar", False, np.bool_)
-    g.constant("const/pad_before", [0, 1, 0, 0], np.int64)
     g.constant("const/unk", [sp.unk_id()], np.int64)
     g.constant("const/vocab_size", sp.get_piece_size(), np.int64)
     tables = dict(
