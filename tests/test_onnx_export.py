@@ -10,6 +10,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -19,9 +21,8 @@ from export.encoder import ENCODER_INPUTS  # noqa: E402
 from tests import helpers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# The one reference string onnxruntime-extensions' SentencePiece segments otherwise: a run of
-# dashes with two equal-score segmentations (export/onnx/text.py says why).
-KNOWN_TIE = "Enhanced clock-program, showing date and time ----"
+# Long enough for every string the raw-string tests tokenize.
+TEXT_SEQ_LENGTH = 512
 
 
 def _session(path):
@@ -153,15 +154,41 @@ def test_shared_weights_are_stored_once(fixture_export):
     assert any(n.input[0] not in weights for n in quantized)
 
 
-def test_reference_strings_give_the_original_ids(fixtures_dir):
+@pytest.fixture(scope="module")
+def text_ids(fixtures_dir):
+    """texts -> (ids of the raw-string preprocessing graph without [CLS]/[SEP], the reference
+    AlbertTokenizer's ids); one session for the module."""
     from export.onnx.text import preprocess_graph
     from preprocess.tokenizer import AlbertTokenizer
 
     sp_model = fixtures_dir / "tokenizer" / "spm.model"
+    sess = _session(preprocess_graph(sp_model, TEXT_SEQ_LENGTH))
+    tokenizer = AlbertTokenizer(sp_model)
+
+    def ids(texts: list[str]) -> tuple[list[list[int]], list[list[int]]]:
+        from export.onnx.writer import run
+
+        got = run(sess, {"text": np.array(texts, dtype=object)})
+        assert not got["input_type_ids"].any()
+        rows = []
+        for row, mask in zip(got["input_word_ids"], got["input_mask"], strict=True):
+            row = row[: mask.sum()].tolist()
+            assert row[0] == tokenizer.cls_id and row[-1] == tokenizer.sep_id
+            rows.append(row[1:-1])
+        want = [tokenizer.encode(t) for t in texts]
+        assert max(map(len, want)) <= TEXT_SEQ_LENGTH - 2
+        return rows, want
+
+    return ids
+
+
+def test_reference_strings_give_the_original_ids(fixtures_dir, text_ids):
     reference = json.loads((fixtures_dir / "tokenizer" / "reference_tokenization.json").read_text())
     texts = [case["text"] for case in reference["cases"]]
     # Beyond the fixture: Final_Sigma, compatibility decompositions, Turkish dotted I,
-    # no-break and em spaces, digit-comma runs.
+    # no-break and em spaces, digit-comma runs; runs of one repeated string whose order is a
+    # float32 tie, after unknown characters (counted once per character) and user-defined
+    # pieces; empty text.
     extra = [
         "ΣΑΣ ΟΔΟΣ.",
         "ΑΣ'Σ AΣ'B Σ",
@@ -170,21 +197,37 @@ def test_reference_strings_give_the_original_ids(fixtures_dir):
         "İstanbul",
         "x\u00a0\u2003y",
         "1,2,3",
+        "\x80000",
+        "\x80" * 7 + "-" * 40,
+        "a😀b😀😀c" + "0" * 31,
+        "(((" + "-" * 40 + ")))" + "0" * 17,
+        "=" * 56 + " " + "-" * 34 + " thethethe",
+        "",
     ]
-    tokenizer = AlbertTokenizer(sp_model)
-    want = [case["ids"] for case in reference["cases"]] + [tokenizer.encode(t) for t in extra]
-    seq_length = 2 + max(map(len, want))
-    got = _run(
-        preprocess_graph(sp_model, seq_length), {"text": np.array(texts + extra, dtype=object)}
-    )
-    mismatches = []
-    for text, ids, mask, expected in zip(
-        texts + extra, got["input_word_ids"], got["input_mask"], want, strict=True
-    ):
-        if ids[: mask.sum()].tolist() != [tokenizer.cls_id, *expected, tokenizer.sep_id]:
-            mismatches.append(text)
-    assert [t[: len(KNOWN_TIE)] for t in mismatches] == [KNOWN_TIE]
-    assert not got["input_type_ids"].any()
+    got, want = text_ids(texts + extra)
+    assert want[: len(texts)] == [case["ids"] for case in reference["cases"]]
+    mismatches = [t for t, g, w in zip(texts + extra, got, want, strict=True) if g != w]
+    assert mismatches == []
+
+
+# Strings made of runs of one repeated string (where segmentations of equal pieces tie),
+# words, digit-comma runs and characters outside the vocabulary, which change the row's score.
+_UNITS = ["-", "=", "0", "9", "_", "`", "*", "00", "ab", "ha", "the ", ".", ",", "1,"]
+_OTHERS = ["", " ", "x", " - ", "\x80", "😀", "漢字", "ж", "(", "value "]
+_runs = st.lists(
+    st.tuples(st.sampled_from(_UNITS), st.integers(1, 40), st.sampled_from(_OTHERS)),
+    min_size=1,
+    max_size=5,
+).map(lambda parts: "".join(unit * n + other for unit, n, other in parts))
+
+
+@settings(max_examples=60)
+@given(st.lists(_runs, min_size=1, max_size=6))
+def test_runs_of_repeated_strings_give_the_original_ids(text_ids, texts):
+    """onnxruntime-extensions orders tied pieces its own way; the graph puts them back in
+    `sentencepiece`'s order (export/onnx/piece_order.py)."""
+    got, want = text_ids(texts)
+    assert got == want
 
 
 def test_pairs_are_packed_as_bert_pack_inputs(fixtures_dir):

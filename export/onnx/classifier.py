@@ -110,15 +110,21 @@ def classifier_graphs(
     labels = list(settings.labels or [])
     head = head_graph(model.task_head.dense, labels, model.encoder.config.hidden_size, windows)
     head = compose.add_prefix(head, "head/", rename_inputs=False, rename_outputs=False)
-    return {
-        kind: compose.merge_models(
+    graphs = {}
+    for kind, encoder in encoders.items():
+        merged = compose.merge_models(
             with_preprocess(preprocess, encoder),
             head,
             io_map=[(i.name, i.name) for i in head.graph.input],
-            outputs=list(SERVING_OUTPUTS),
         )
-        for kind, encoder in encoders.items()
-    }
+        # The outputs are chosen here, not by merge_models: given outputs, it extracts the
+        # graph with onnx.utils.Extractor, which drops initializers only Loop bodies read (the
+        # text graph's tokenizer tables). Every node still feeds a serving output.
+        outputs = {o.name: o for o in merged.graph.output}
+        del merged.graph.output[:]
+        merged.graph.output.extend(outputs[name] for name in SERVING_OUTPUTS)
+        graphs[kind] = merged
+    return graphs
 
 
 def check_exportable(task: Any) -> None:

@@ -14,21 +14,30 @@ session). The steps are those of `preprocess.normalize.preprocess_text` and
 3. lowercase as `str.lower`, also a per-character table, after the one context-dependent rule,
    Final_Sigma, as a regular expression over the cased and case-ignorable sets that Python's
    own `str.lower` reveals when asked about each character;
-4. SentencePiece (`SentencepieceTokenizer` with the model's bytes);
-5. the digit-comma re-split as a table lookup: every id maps to the ids it becomes (a padded
+4. SentencePiece (`SentencepieceTokenizer`) on the model with byte fallback added, so an
+   unknown character comes out as its UTF-8 bytes and its characters can be counted;
+5. the order of tied pieces: onnxruntime-extensions bundles an older SentencePiece that finds
+   the same pieces as the `sentencepiece` package but may order pieces of one repeated string
+   otherwise (of the fixture strings, one run of dashes; of generated strings of such runs,
+   about a third). `export.onnx.piece_order` redoes `sentencepiece`'s float32 Viterbi inside
+   each such run, from the row's score where the run starts; then each run of byte pieces
+   becomes one `<unk>`, as `sentencepiece` merges unknown characters;
+6. the digit-comma re-split as a table lookup: every id maps to the ids it becomes (a padded
    [V, K] table, `Gather` + `Compress`), built with the reference's code;
-6. packing: `[CLS] A [SEP] (B [SEP])`, round-robin trimming, padding, int32 [B, seq_length],
+7. packing: `[CLS] A [SEP] (B [SEP])`, round-robin trimming, padding, int32 [B, seq_length],
    as `preprocess.preprocess_model.bert_pack_inputs`.
    For a windowed classifier, the last segment is first cut into windows
    (`export.onnx.windows`) and the packing packs the rows of the real windows.
 
 The tables are built from the Python that runs the export, so the graph equals
 `preprocess_text` of that Python's Unicode database. Known differences from the reference
-(tests/test_onnx_export.py asserts exactly these):
+(tests/test_onnx_export.py asserts the ids of the fixture strings and of generated runs):
 
-- onnxruntime-extensions bundles an older SentencePiece whose Viterbi breaks ties between
-  equal-score segmentations the other way, as `tf_text.SentencepieceTokenizer` does (of the
-  fixture strings, one run of dashes);
+- the run order follows `sentencepiece` 0.2.2's Viterbi (float32 sums left to right, the
+  longer last piece on exact ties, user-defined pieces scored 0.1 per extra byte). That
+  version also rebases its running score when it passes +-100,000 (past ~15,000 pieces in
+  one text), which the graph does not; its ids were still equal on 200 texts of 10,000 to
+  32,000 pieces ending in tied runs, but equality there is measured, not proven;
 - ONNX Runtime's string tensors end at a NUL character, and input must be valid Unicode (a
   Python `str` without lone surrogates): bytes with invalid UTF-8 cannot be given.
 """
@@ -45,6 +54,7 @@ from onnx import TensorProto, helper
 
 from export.encoder import ENCODER_INPUTS
 from export.onnx.encoder import OPSET, GraphBuilder
+from export.onnx.piece_order import byte_fallback_model, order_runs, piece_tables, shifted
 from export.onnx.windows import WINDOW_PRESENT, Windows, window_segments
 from preprocess.normalize import code_points, re2_class_body
 from preprocess.tokenizer import (
@@ -176,9 +186,10 @@ def _resplit_table(sp) -> np.ndarray:
     return table
 
 
-def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, table: str, prefix: str) -> tuple:
-    """SentencePiece + re-split on normalized text [N]: (flat ids int64 [T], row lengths
-    int64 [N])."""
+def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, tables: dict, prefix: str) -> tuple:
+    """SentencePiece + run order + re-split on normalized text [N]: (flat ids int64 [T], row
+    lengths int64 [N]). `sp_bytes` is the byte-fallback model (`piece_order`), whose byte ids
+    (>= vocab size) stand for unknown characters."""
     pieces, splits = g.multi_node(
         "SentencepieceTokenizer",
         [text, "const/nbest", "const/alpha", "const/false", "const/false", "const/false"],
@@ -188,7 +199,36 @@ def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, table: str, prefix: st
         model=sp_bytes,
     )  # pieces int32 [P], splits int64 [N + 1]
     pieces = g.node("Cast", [pieces], prefix, to=TensorProto.INT64)
-    rows = g.node("Gather", [table, pieces], prefix)  # [P, K]
+    index, valid = _ragged_gather_index(g, _row_lengths(g, splits, prefix), prefix)  # [N, M]
+    padded = g.node("Concat", [pieces, "const/unk"], prefix, axis=0)  # [P + 1]
+    index = g.node("Where", [valid, index, g.node("Size", [pieces], prefix)], prefix)
+    ids = g.node("Gather", [padded, index], prefix)  # [N, M], padded with <unk> (no run)
+    if tables["order"] is not None:
+        ids = order_runs(g, ids, valid, tables["order"], f"{prefix}/order")
+    # An unknown character's bytes -> one <unk> per run of them, as `sentencepiece` merges them.
+    is_byte = g.node("GreaterOrEqual", [ids, "const/vocab_size"], prefix)
+    after_byte = shifted(g, is_byte, "const/false_scalar", False, prefix)
+    keep = g.node(
+        "And",
+        [valid, g.node("Not", [g.node("And", [is_byte, after_byte], prefix)], prefix)],
+        prefix,
+    )
+    ids = g.node("Where", [is_byte, "const/unk", ids], prefix)
+    ids = g.node(
+        "Compress",
+        [
+            g.node("Reshape", [ids, "const/flat"], prefix),
+            g.node("Reshape", [keep, "const/flat"], prefix),
+        ],
+        prefix,
+    )  # [P']
+    counts = g.node(
+        "ReduceSum",
+        [g.node("Cast", [keep], prefix, to=TensorProto.INT64), "const/axes_1"],
+        prefix,
+        keepdims=0,
+    )  # [N]
+    rows = g.node("Gather", [tables["resplit"], ids], prefix)  # [P', K]
     valid = g.node("GreaterOrEqual", [rows, "const/zero"], prefix)
     lengths = g.node(
         "ReduceSum",
@@ -206,8 +246,9 @@ def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, table: str, prefix: st
     )  # [T]
     # Row lengths after the re-split: the new lengths summed over each row's pieces.
     ends = g.node("CumSum", [lengths, "const/zero"], prefix)
-    ends = g.node("Concat", ["const/zeros_1", ends], prefix, axis=0)  # [P + 1]
-    row_ends = g.node("Gather", [ends, splits], prefix)  # [N + 1]
+    ends = g.node("Concat", ["const/zeros_1", ends], prefix, axis=0)  # [P' + 1]
+    row_ends = g.node("Gather", [ends, g.node("CumSum", [counts, "const/zero"], prefix)], prefix)
+    row_ends = g.node("Concat", ["const/zeros_1", row_ends], prefix, axis=0)  # [N + 1]
     return ids, _row_lengths(g, row_ends, prefix)
 
 
@@ -339,11 +380,18 @@ def preprocess_graph(
     g.constant("const/alpha", [0.0], np.float32)
     g.constant("const/false", [False], np.bool_)
     g.constant("const/empty_string", np.array([""], dtype=object), object)
-    table = g.constant("resplit_table", _resplit_table(sp), np.int64)
+    g.constant("const/false_scalar", False, np.bool_)
+    g.constant("const/unk", [sp.unk_id()], np.int64)
+    g.constant("const/vocab_size", sp.get_piece_size(), np.int64)
+    tables = dict(
+        resplit=g.constant("resplit_table", _resplit_table(sp), np.int64),
+        order=piece_tables(sp_bytes),
+    )
+    sp_bytes = byte_fallback_model(sp_bytes)
     segments = []
     for name in TEXT_INPUTS[:num_segments]:
         text = normalize(g, name, do_lower_case, f"{name}/normalize")
-        segments.append(tokenize(g, text, sp_bytes, table, f"{name}/tokenize"))
+        segments.append(tokenize(g, text, sp_bytes, tables, f"{name}/tokenize"))
     rows, declared = "batch", []
     if windows is not None:
         segments, present = window_segments(g, segments, seq_length, windows, "windows")
@@ -380,6 +428,25 @@ def preprocess_graph(
     return model
 
 
+def _add_prefix(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
+    """`onnx.compose.add_prefix` without renaming inputs and outputs, whose Loop bodies also
+    find the outer graph's initializers under their new names: onnx renames a subgraph before
+    it maps the outer graph's initializers, so their names are mapped first here."""
+    from onnx import compose
+
+    renamed = onnx.ModelProto()
+    renamed.CopyFrom(model)
+    compose.add_prefix_graph(
+        renamed.graph,
+        prefix,
+        rename_inputs=False,
+        rename_outputs=False,
+        inplace=True,
+        name_map={i.name: prefix + i.name for i in renamed.graph.initializer},
+    )
+    return renamed
+
+
 def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx.ModelProto:
     """`preprocess` feeding `model`'s encoder inputs: strings in, `model`'s outputs and
     `preprocess`'s (the three encoder inputs, the ALBERT ids; `window_present`) out."""
@@ -387,8 +454,8 @@ def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx
 
     outputs = [o.name for o in model.graph.output] + [o.name for o in preprocess.graph.output]
     return compose.merge_models(
-        compose.add_prefix(preprocess, "preprocess/", rename_inputs=False, rename_outputs=False),
-        compose.add_prefix(model, "model/", rename_inputs=False, rename_outputs=False),
+        _add_prefix(preprocess, "preprocess/"),
+        _add_prefix(model, "model/"),
         io_map=[(name, name) for name in ENCODER_INPUTS],
         outputs=outputs,
     )
