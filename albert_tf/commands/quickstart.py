@@ -6,7 +6,7 @@ import argparse
 
 HELP = (
     "Build a corpus from Python's own docs, train a vocabulary, pretrain a tiny ALBERT on the "
-    "CPU, export TF-Hub modules and demo them (~7 min on 2 cores)."
+    "CPU, export TF-Hub modules and demo them (about 3 min on 2 idle cores)."
 )
 
 
