@@ -109,7 +109,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="albert-int8-") as directory:
         context = multiprocessing.get_context("spawn")
-        for system in ("ours_onnx", "ours_tflite", PEER):  # each export in a process of its own
+        for system in SYSTEMS:  # each export in a process of its own
             process = context.Process(target=_prepare, args=(system, args.tiny, directory))
             process.start()
             process.join()
