@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import queue
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -22,12 +24,13 @@ Runner = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 # `albert-tf predict --runtime`: TensorFlow (the checkpoint, oneDNN fused kernels), ONNX
 # Runtime on the int8 ONNX export, or LiteRT/XNNPACK on the int8 TFLite export.
 RUNTIMES = ("tf", "onnx", "tflite")
-# Tokens per call when a runner is given a long batch: at batch 32 x 128 (ALBERT-base, 2 cores,
-# AVX-512 VNNI), our int8 encoder ran 9% more tokens/s in ONNX Runtime and about 12% more in
-# LiteRT/XNNPACK fed 8 rows per call than 32 at once: the feed-forward's [rows x S, 4H] float
-# intermediate (50 MB at 32 rows) then stays within the CPU's cache between operators. (HF's
-# graph in ORT, the benchmark's peer, ran 7% slower so fed, and gets whole batches.)
-CHUNK_TOKENS = 1024
+# Tokens per call when a runner is given a long batch (`in_chunks`, `across_cores`). At batch
+# 32 x 128 (ALBERT-base int8, 2 cores, AVX-512 VNNI), one call at a time on both cores ran 9%
+# more tokens/s in ONNX Runtime and about 12% more in LiteRT/XNNPACK fed 8 rows per call than
+# 32 at once (the feed-forward's [rows x S, 4H] float intermediate, 50 MB at 32 rows, then
+# stays in cache). With one single-threaded call per core, 2 rows per call ran as fast as 4
+# and 8 or faster (within the machine's noise: 128 to 1,024 tokens were tried).
+CHUNK_TOKENS = 256
 ONNX_INSTALL = 'pip install -e ".[onnx]" (onnx and onnxruntime)'
 
 
@@ -75,9 +78,40 @@ def session_runner(session: Any) -> Runner:
 def onnx_runner(
     path: str | os.PathLike, threads: int | None = None, chunk_tokens: int | None = CHUNK_TOKENS
 ) -> Runner:
-    """`session_runner` of a session on the ONNX file at `path` (see `onnx_session`), fed
-    `chunk_tokens` tokens per call (`in_chunks`)."""
-    return in_chunks(session_runner(onnx_session(path, threads)), chunk_tokens)
+    """A runner of the ONNX file at `path` on `threads` cores (None: every core this process
+    may use), `across_cores`: one session with `threads` intra-op threads for single rows, and
+    one single-threaded session, which ONNX Runtime lets several threads run at once, for
+    longer batches."""
+    threads = threads or available_cores()
+    whole = session_runner(onnx_session(path, threads))
+    if threads == 1:
+        return in_chunks(whole, chunk_tokens)
+    single = session_runner(onnx_session(path, 1))
+    return across_cores(whole, [single] * threads, chunk_tokens)
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, which containers and taskset limit)."""
+    return len(os.sched_getaffinity(0))
+
+
+def _row_slices(inputs: dict[str, np.ndarray], rows_per_call: int) -> list[dict[str, np.ndarray]]:
+    """`inputs` cut into consecutive slices of `rows_per_call` rows (the last may be shorter)."""
+    rows = len(next(iter(inputs.values())))
+    return [
+        {name: np.asarray(value)[start : start + rows_per_call] for name, value in inputs.items()}
+        for start in range(0, rows, rows_per_call)
+    ]
+
+
+def _rows_per_call(inputs: dict[str, np.ndarray], chunk_tokens: int) -> int:
+    """Rows in `chunk_tokens` tokens (rows x the second dimension of the first input), >= 1."""
+    first = np.asarray(next(iter(inputs.values())))
+    return max(1, chunk_tokens // (first.shape[1] if first.ndim > 1 else 1))
+
+
+def _concatenate(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
 def in_chunks(run: Runner, chunk_tokens: int | None = CHUNK_TOKENS) -> Runner:
@@ -88,18 +122,47 @@ def in_chunks(run: Runner, chunk_tokens: int | None = CHUNK_TOKENS) -> Runner:
         return run
 
     def chunked(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        first = np.asarray(next(iter(inputs.values())))
-        rows = len(first)
-        step = max(1, chunk_tokens // (first.shape[1] if first.ndim > 1 else 1))
-        if rows <= step:
+        step = _rows_per_call(inputs, chunk_tokens)
+        if len(next(iter(inputs.values()))) <= step:
             return run(inputs)
-        parts = [
-            run({name: np.asarray(value)[start : start + step] for name, value in inputs.items()})
-            for start in range(0, rows, step)
-        ]
-        return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+        return _concatenate([run(part) for part in _row_slices(inputs, step)])
 
     return chunked
+
+
+def across_cores(
+    whole: Runner, per_core: list[Runner], chunk_tokens: int | None = CHUNK_TOKENS
+) -> Runner:
+    """A batch of one row goes to `whole` (a runner that spreads one call over every core: the
+    latency path). A longer batch is cut into slices of at most `chunk_tokens` tokens and at
+    least one slice per core, and `len(per_core)` threads each take slices with a runner of
+    their own (single-threaded) until none is left; outputs concatenated in order.
+
+    Each core then runs whole operators alone instead of every operator split over the cores
+    with a barrier after it: at batch 32 x 128 (ALBERT-base int8, 2 cores, AVX-512 VNNI) 1.12x
+    the tokens/s of one call at a time on both cores, in ONNX Runtime and in LiteRT."""
+    if chunk_tokens is None:
+        chunk_tokens = 1 << 62
+    idle: queue.SimpleQueue = queue.SimpleQueue()
+    for runner in per_core:
+        idle.put(runner)
+    pool = ThreadPoolExecutor(len(per_core), thread_name_prefix="albert-tf-core")
+
+    def one_slice(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        runner = idle.get()
+        try:
+            return runner(inputs)
+        finally:
+            idle.put(runner)
+
+    def spread(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        rows = len(next(iter(inputs.values())))
+        if rows < 2:
+            return whole(inputs)
+        step = min(_rows_per_call(inputs, chunk_tokens), -(-rows // len(per_core)))
+        return _concatenate(list(pool.map(one_slice, _row_slices(inputs, step))))
+
+    return spread
 
 
 _ONNX_DTYPES = {
@@ -131,13 +194,24 @@ def tflite_runner(
     xnnpack: bool = True,
     chunk_tokens: int | None = CHUNK_TOKENS,
 ) -> Runner:
-    """Runs a TFLite file's `serving_default` signature; inputs are cast to int32 (the export's
-    input dtype) and the batch size may change from call to call (the runner resizes); long
-    batches are fed `chunk_tokens` tokens per call (`in_chunks`)."""
-    runner = tflite_interpreter(path, threads, xnnpack).get_signature_runner("serving_default")
-    names = list(runner.get_input_details())
+    """Runs a TFLite file's `serving_default` signature on `threads` cores (None: every core
+    this process may use); inputs are cast to int32 (the export's input dtype) and the batch
+    size may change from call to call (the runner resizes). `across_cores`: one interpreter
+    with `threads` threads for single rows, one single-threaded interpreter per core (an
+    interpreter serves one call at a time) for longer batches."""
+    threads = threads or available_cores()
 
-    def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return runner(**{name: np.asarray(inputs[name], np.int32) for name in names})
+    def interpreter_runner(interpreter_threads: int) -> Runner:
+        interpreter = tflite_interpreter(path, interpreter_threads, xnnpack)
+        runner = interpreter.get_signature_runner("serving_default")
+        names = list(runner.get_input_details())
 
-    return in_chunks(run, chunk_tokens)
+        def run(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return runner(**{name: np.asarray(inputs[name], np.int32) for name in names})
+
+        return run
+
+    whole = interpreter_runner(threads)
+    if threads == 1:
+        return in_chunks(whole, chunk_tokens)
+    return across_cores(whole, [interpreter_runner(1) for _ in range(threads)], chunk_tokens)

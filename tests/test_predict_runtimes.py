@@ -98,8 +98,8 @@ def test_onnx_runtime_without_the_extra_is_one_line(classifier, monkeypatch, cap
 
 
 def test_long_batches_are_fed_in_chunks_of_tokens():
-    """`in_chunks`: calls of at most CHUNK_TOKENS tokens (at least one row), outputs in order."""
-    from albert_tf.runtimes import CHUNK_TOKENS, in_chunks
+    """`in_chunks`: calls of at most `chunk_tokens` tokens (at least one row), outputs in order."""
+    from albert_tf.runtimes import in_chunks
 
     rows_per_call = []
 
@@ -109,13 +109,47 @@ def test_long_batches_are_fed_in_chunks_of_tokens():
         return {"pooled_output": ids[:, :2] * 2.0, "sequence_output": ids[:, :, None] + 0.5}
 
     ids = np.arange(20 * 128).reshape(20, 128)
-    got = in_chunks(run)({"input_word_ids": ids, "input_mask": np.ones_like(ids)})
-    assert rows_per_call == [CHUNK_TOKENS // 128] * 2 + [20 - 2 * (CHUNK_TOKENS // 128)]
+    got = in_chunks(run, 1024)({"input_word_ids": ids, "input_mask": np.ones_like(ids)})
+    assert rows_per_call == [8, 8, 4]
     np.testing.assert_array_equal(got["pooled_output"], ids[:, :2] * 2.0)
     np.testing.assert_array_equal(got["sequence_output"], ids[:, :, None] + 0.5)
     rows_per_call.clear()
-    in_chunks(run)({"input_word_ids": np.zeros((3, 2 * CHUNK_TOKENS), np.int64)})
+    in_chunks(run, 1024)({"input_word_ids": np.zeros((3, 2048), np.int64)})
     assert rows_per_call == [1, 1, 1]
     rows_per_call.clear()
     in_chunks(run, None)({"input_word_ids": ids})
     assert rows_per_call == [20]
+
+
+def test_batches_are_spread_over_one_runner_per_core():
+    """`across_cores`: one row goes to the all-cores runner; a longer batch is cut into slices
+    of at most `chunk_tokens` tokens, at least one per core, each run by a per-core runner on a
+    thread of its own, with the outputs back in order."""
+    import threading
+
+    from albert_tf.runtimes import across_cores
+
+    calls = []  # (runner, rows, thread)
+
+    def runner(name):
+        def run(inputs):
+            ids = inputs["input_word_ids"]
+            calls.append((name, len(ids), threading.get_ident()))
+            return {"pooled_output": ids[:, :2] * 2.0, "sequence_output": ids[:, :, None] + 0.5}
+
+        return run
+
+    spread = across_cores(runner("whole"), [runner("core0"), runner("core1")], 1024)
+    ids = np.arange(20 * 128).reshape(20, 128)
+    got = spread({"input_word_ids": ids, "input_mask": np.ones_like(ids)})
+    np.testing.assert_array_equal(got["pooled_output"], ids[:, :2] * 2.0)
+    np.testing.assert_array_equal(got["sequence_output"], ids[:, :, None] + 0.5)
+    assert sorted(rows for _, rows, _ in calls) == [4, 8, 8]
+    assert {name for name, _, _ in calls} <= {"core0", "core1"}
+    assert threading.get_ident() not in {thread for _, _, thread in calls}
+    calls.clear()
+    spread({"input_word_ids": ids[:3]})  # fewer rows than a chunk: still one slice per core
+    assert sorted(rows for _, rows, _ in calls) == [1, 2]
+    calls.clear()
+    spread({"input_word_ids": ids[:1]})
+    assert [(name, rows) for name, rows, _ in calls] == [("whole", 1)]

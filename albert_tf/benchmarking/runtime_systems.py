@@ -172,16 +172,18 @@ def _prepare_hf_onnx(config: AlbertConfig, seq_length: int, files: dict[str, Pat
 
 def _runner(system: str, path: Path, threads: int | None):
     """A function: our benchmark batch (numpy) -> {"pooled": [B, H] float32}."""
-    from albert_tf.runtimes import onnx_runner, tflite_runner
+    from albert_tf.runtimes import onnx_runner, onnx_session, session_runner, tflite_runner
 
     if system == "ours_tflite":
         run = tflite_runner(path, threads)
         return lambda batch: {"pooled": run(batch)["pooled_output"]}
-    run = onnx_runner(path, threads)
     if system == "ort":
+        # What a user of ONNX Runtime writes: one session, one `run` per batch.
+        run = session_runner(onnx_session(path, threads))
         return lambda batch: {
             "pooled": run({HF_INPUTS[k]: batch[k] for k in ENCODER_INPUTS})["pooler_output"]
         }
+    run = onnx_runner(path, threads)
     return lambda batch: {"pooled": run(batch)["pooled_output"]}
 
 
