@@ -7,7 +7,10 @@ process for the whole run, holding its session, and the systems take one step ea
 (the order rotated every round, with a pause before each step so that the last system's
 spinning thread pool is idle), so a slow phase falls on all of them alike. The systems and
 their files are the benchmark's own (`albert_tf.benchmarking.runtime_systems`: the same
-exports, runners, inputs and threads); only the schedule differs.
+exports, runners, inputs and threads); only the schedule differs. One more system,
+`ort_across_cores`, runs the peer's files through our runner (one single-threaded session per
+core, 2 rows per call, `albert_tf.runtimes.across_cores`), so the table also says how much of
+our lead at batch 32 is the feeding and how much the graph.
 
     python benchmarks/bench_int8_interleaved.py --steps 30 --json benchmarks/results/serving-int8-interleaved.json
     python benchmarks/bench_int8_interleaved.py --tiny --steps 2   # smoke test
@@ -28,11 +31,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from albert_tf.benchmarking.runtime_systems import PEER_ACROSS_CORES  # noqa: E402
 from albert_tf.environment import cpu_flags  # noqa: E402
 from albert_tf.io_utils import atomic_file  # noqa: E402
 
 PEER = "ort"
-SYSTEMS = ("ours_onnx", "ours_tflite", PEER)
+OURS = ("ours_onnx", "ours_tflite")
+SYSTEMS = (*OURS, PEER, PEER_ACROSS_CORES)
 CASES = ("inference", "latency")
 
 
@@ -109,7 +114,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="albert-int8-") as directory:
         context = multiprocessing.get_context("spawn")
-        for system in SYSTEMS:  # each export in a process of its own
+        for system in (*OURS, PEER):  # each export in a process of its own
             process = context.Process(target=_prepare, args=(system, args.tiny, directory))
             process.start()
             process.join()
@@ -120,21 +125,28 @@ def main() -> int:
 
     flags = sorted(f for f in cpu_flags() if f in ("avx512_vnni", "avx_vnni", "amx_int8"))
     print(f"int8, interleaved, {args.steps} steps per system; int8 instructions: {flags}")
-    print("| case | " + " | ".join(SYSTEMS) + " | best of ours vs peer |")
-    print("|---|" + "---|" * (len(SYSTEMS) + 1))
+    print(
+        "| case | " + " | ".join(SYSTEMS) + f" | best of ours vs {PEER} | vs {PEER_ACROSS_CORES} |"
+    )
+    print("|---|" + "---|" * (len(SYSTEMS) + 2))
     summary = {}
     for case, times in results.items():
         shape = case_shape(case, args.tiny)
         medians = {s: statistics.median(t) for s, t in times.items()}
-        ours = min(medians[s] for s in SYSTEMS if s != PEER)
+        ours = min(medians[s] for s in OURS)
         if case == "inference":
             cells = [f"{shape.batch * shape.seq / m:,.0f} tokens/s" for m in medians.values()]
-            ratio = f"{medians[PEER] / ours:.3f}x throughput"
+            ratios = [f"{medians[peer] / ours:.3f}x throughput" for peer in SYSTEMS[len(OURS) :]]
         else:
             cells = [f"{m * 1e3:.1f} ms" for m in medians.values()]
-            ratio = f"{ours / medians[PEER]:.3f}x latency"
-        print(f"| {case} {shape.batch}x{shape.seq} | " + " | ".join(cells) + f" | {ratio} |")
-        summary[case] = dict(median_seconds=medians, step_seconds=times, ratio=ratio)
+            ratios = [f"{ours / medians[peer]:.3f}x latency" for peer in SYSTEMS[len(OURS) :]]
+        print(f"| {case} {shape.batch}x{shape.seq} | " + " | ".join(cells + ratios) + " |")
+        summary[case] = dict(
+            median_seconds=medians,
+            step_seconds=times,
+            ratio=ratios[0],
+            ratio_across_cores=ratios[1],
+        )
     if args.json:
         with atomic_file(args.json) as tmp:
             tmp.write_text(json.dumps(dict(steps=args.steps, results=summary), indent=1) + "\n")

@@ -11,7 +11,8 @@ exporting is not what is timed, and each job's process imports only its runtime.
 - `ort`: what a user of Hugging Face builds: `transformers.AlbertModel` (random init, same
   config) exported with `torch.onnx.export` (TorchScript exporter, opset 17, dynamic batch and
   sequence), ORT's transformer optimizer (`model_type="bert"`), and for int8
-  `onnxruntime.quantization.quantize_dynamic` (int8 weights).
+  `onnxruntime.quantization.quantize_dynamic` (int8 weights), run one `session.run` per batch.
+- `ort_across_cores` (`PEER_ACROSS_CORES`): the same files fed as ours are.
 
 Each `build` returns `(step, note)` like `tf_systems`.
 """
@@ -33,6 +34,9 @@ HF_INPUTS = dict(
     input_word_ids="input_ids", input_mask="attention_mask", input_type_ids="token_type_ids"
 )
 INFO_FILE = "info.json"
+# The peer's files fed by our runner (`albert_tf.runtimes.across_cores`), not by one `run` per
+# batch: how much of our lead is the feeding (benchmarks/bench_int8_interleaved.py only).
+PEER_ACROSS_CORES = "ort_across_cores"
 OPSET = 17
 
 
@@ -40,6 +44,8 @@ def _files(directory: Path, system: str) -> dict[str, Path]:
     """{dtype: file} that `system` runs."""
     if system == "ours_onnx_static":
         return {"int8": directory / "ours_onnx" / "int8_static.onnx"}
+    if system == PEER_ACROSS_CORES:
+        return _files(directory, "ort")
     suffix = ".tflite" if system == "ours_tflite" else ".onnx"
     return {dtype: directory / system / f"{dtype}{suffix}" for dtype in ("float32", "int8")}
 
@@ -177,9 +183,11 @@ def _runner(system: str, path: Path, threads: int | None):
     if system == "ours_tflite":
         run = tflite_runner(path, threads)
         return lambda batch: {"pooled": run(batch)["pooled_output"]}
-    if system == "ort":
-        # What a user of ONNX Runtime writes: one session, one `run` per batch.
-        run = session_runner(onnx_session(path, threads))
+    if system in ("ort", PEER_ACROSS_CORES):
+        if system == "ort":  # what a user of ONNX Runtime writes: one `run` per batch
+            run = session_runner(onnx_session(path, threads))
+        else:
+            run = onnx_runner(path, threads)
         return lambda batch: {
             "pooled": run({HF_INPUTS[k]: batch[k] for k in ENCODER_INPUTS})["pooler_output"]
         }
