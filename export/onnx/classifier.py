@@ -28,7 +28,7 @@ from onnx import TensorProto, helper
 from albert_tf.errors import ExportError
 from export.onnx import optimize
 from export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
-from export.onnx.text import TEXT_INPUTS, preprocess_graph, with_preprocess
+from export.onnx.text import TEXT_INPUTS, guard_empty_batch, preprocess_graph, with_preprocess
 from export.onnx.windows import WINDOW_PRESENT, Windows, pool_windows
 from export.onnx.writer import ONNX_DIR, run, session, write_onnx_dir
 
@@ -123,7 +123,7 @@ def classifier_graphs(
         outputs = {o.name: o for o in merged.graph.output}
         del merged.graph.output[:]
         merged.graph.output.extend(outputs[name] for name in SERVING_OUTPUTS)
-        graphs[kind] = merged
+        graphs[kind] = guard_empty_batch(merged)
     return graphs
 
 

@@ -142,13 +142,17 @@ def _ragged_gather_index(g: GraphBuilder, counts: str, prefix: str) -> tuple[str
 def _join_rows(g: GraphBuilder, values: str, counts: str, prefix: str) -> str:
     """Concatenates the strings of each row of a ragged string tensor: flat `values` [P] with
     `counts` int64 [N] -> [N] (an empty row gives "")."""
+    # StringJoin crashes the process (SIGSEGV, onnxruntime-extensions 0.15) on [0, M]: an
+    # empty batch. One more, empty, row is joined, so it never sees zero rows, and cut off.
+    counts = g.node("Concat", [counts, "const/zeros_1"], prefix, axis=0)  # [N + 1]
     index, valid = _ragged_gather_index(g, counts, prefix)
     padded = g.node("Concat", [values, "const/empty_string"], prefix, axis=0)  # [P + 1]
     index = g.node("Where", [valid, index, g.node("Size", [values], prefix)], prefix)
-    dense = g.node("Gather", [padded, index], prefix)  # [N, M]
-    return g.multi_node(
+    dense = g.node("Gather", [padded, index], prefix)  # [N + 1, M]
+    joined = g.multi_node(
         "StringJoin", [dense, "const/empty_string", "const/axes_1"], prefix, 1, domain=CONTRIB
-    )[0]
+    )[0]  # [N + 1]
+    return g.node("Slice", [joined, "const/zeros_1", "const/minus_ones_1"], prefix)  # [N]
 
 
 def _regex_replace(g: GraphBuilder, text: str, pattern: str, rewrite: str, prefix: str) -> str:
@@ -447,15 +451,88 @@ def _add_prefix(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
     return renamed
 
 
+def guard_empty_batch(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` (a raw-string model: first input `text` tf.string [B]) as one `If` on B == 0:
+    an empty batch gets empty outputs of the declared dtypes, shaped [0, ...], and runs
+    nothing else; any other batch runs `model`'s graph, unchanged.
+
+    ONNX Runtime's int8 attention kernel (QAttention, 1.32) stops the process on zero rows
+    (SIGFPE), so an empty request would kill a server. Every output's dimensions but the
+    first must be fixed numbers."""
+    from onnx import compose, numpy_helper
+
+    graph = model.graph
+    empty, outputs = [], []
+    for output in graph.output:
+        dims = output.type.tensor_type.shape.dim[1:]
+        if not all(d.HasField("dim_value") for d in dims):
+            raise ValueError(f"output {output.name}: a dimension past the batch is not fixed")
+        dtype = helper.tensor_dtype_to_np_dtype(output.type.tensor_type.elem_type)
+        value = np.empty((0, *(d.dim_value for d in dims)), dtype)
+        # A branch's outputs need names of their own: the If's outputs take the model's.
+        name = f"empty/{output.name}"
+        empty.append(
+            helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+        )
+        outputs.append(onnx.ValueInfoProto())
+        outputs[-1].CopyFrom(output)
+        outputs[-1].name = name
+    then_branch = helper.make_graph(empty, "empty_batch", [], outputs)
+    else_branch = helper.make_graph(
+        graph.node,
+        "batch",
+        [],
+        graph.output,
+        initializer=graph.initializer,
+        value_info=graph.value_info,
+    )
+    compose.add_prefix_graph(
+        else_branch,
+        "batch/",
+        rename_nodes=False,
+        rename_edges=False,
+        rename_initializers=False,
+        rename_value_infos=False,
+        inplace=True,
+    )
+    g = GraphBuilder()
+    size = g.node("Size", [graph.input[0].name], "guard")
+    is_empty = g.node("Equal", [size, g.constant("guard/zero", 0, np.int64)], "guard")
+    g.nodes.append(
+        helper.make_node(
+            "If",
+            [is_empty],
+            [o.name for o in graph.output],
+            name="guard/If",
+            then_branch=then_branch,
+            else_branch=else_branch,
+        )
+    )
+    guarded = onnx.ModelProto()
+    guarded.CopyFrom(model)
+    del guarded.graph.node[:], guarded.graph.initializer[:], guarded.graph.value_info[:]
+    guarded.graph.node.extend(g.nodes)
+    guarded.graph.initializer.extend(g.initializers.values())
+    return guarded
+
+
 def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx.ModelProto:
     """`preprocess` feeding `model`'s encoder inputs: strings in, `model`'s outputs and
     `preprocess`'s (the three encoder inputs, the ALBERT ids; `window_present`) out."""
     from onnx import compose
 
     outputs = [o.name for o in model.graph.output] + [o.name for o in preprocess.graph.output]
-    return compose.merge_models(
+    merged = compose.merge_models(
         _add_prefix(preprocess, "preprocess/"),
         _add_prefix(model, "model/"),
         io_map=[(name, name) for name in ENCODER_INPUTS],
         outputs=outputs,
     )
+    # The encoder's sequence length is the packing's here: `sequence_output` [B, S, H].
+    ids = next(o for o in preprocess.graph.output if o.name == ENCODER_INPUTS[0])
+    seq_length = ids.type.tensor_type.shape.dim[1].dim_value
+    for output in merged.graph.output:
+        for dim in output.type.tensor_type.shape.dim:
+            if dim.dim_param == "sequence":
+                dim.dim_value = seq_length
+    return merged

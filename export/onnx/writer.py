@@ -27,7 +27,7 @@ from albert_tf.runtimes import onnx_session, session_runner
 from export.encoder import ENCODER_INPUTS
 from export.onnx import optimize
 from export.onnx.encoder import encoder_graph
-from export.onnx.text import CONTRIB, preprocess_graph, with_preprocess
+from export.onnx.text import CONTRIB, guard_empty_batch, preprocess_graph, with_preprocess
 from export.tflite import cosine_similarity, probe_inputs
 
 ONNX_DIR = "onnx"
@@ -204,7 +204,8 @@ def export_onnx(
     if sp_model is not None:
         preprocess = preprocess_graph(sp_model, seq_length, do_lower_case)
         for kind in ("float32", "int8"):
-            files[TEXT_ENCODER_FILES[kind]] = with_preprocess(preprocess, models[kind])
+            text_encoder = with_preprocess(preprocess, models[kind])
+            files[TEXT_ENCODER_FILES[kind]] = guard_empty_batch(text_encoder)
         report["text_ids_equal_preprocess"] = _text_ids_equal(
             files[TEXT_ENCODER_FILES["float32"]], sp_model, seq_length, do_lower_case
         )
