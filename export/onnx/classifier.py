@@ -5,7 +5,8 @@
 - `classifier.onnx` (float32 encoder) and `classifier_int8.onnx` (ONNX Runtime's fusions and
   dynamic int8 on the encoder; the head stays float32): input `text` (and `text_pair` for
   pair tasks) strings [B]; outputs as `serving/`'s signature: `label` string [B], `label_id`
-  int32 [B], `probabilities` float32 [B, L], `logits` float32 [B, L];
+  int32 [B], `probabilities` float32 [B, L], `logits` float32 [B, L] (B = 0 included:
+  `export.onnx.text.guard_empty_batch`);
 - `report.json`: how each file agrees with `serving/` on probe text (labels equal, largest
   probability difference), the fused operators and the window settings (null without).
 

@@ -142,8 +142,10 @@ def _ragged_gather_index(g: GraphBuilder, counts: str, prefix: str) -> tuple[str
 def _join_rows(g: GraphBuilder, values: str, counts: str, prefix: str) -> str:
     """Concatenates the strings of each row of a ragged string tensor: flat `values` [P] with
     `counts` int64 [N] -> [N] (an empty row gives "")."""
-    # StringJoin crashes the process (SIGSEGV, onnxruntime-extensions 0.15) on [0, M]: an
-    # empty batch. One more, empty, row is joined, so it never sees zero rows, and cut off.
+    # StringJoin crashes the process (SIGSEGV, onnxruntime-extensions 0.15) on zero rows,
+    # [0, M]. One more, empty, row is joined and cut off again, so that a `text_pair` of
+    # shape [0] beside texts is an error (the packing's) instead; an empty batch never gets
+    # here in the exported files (`guard_empty_batch`).
     counts = g.node("Concat", [counts, "const/zeros_1"], prefix, axis=0)  # [N + 1]
     index, valid = _ragged_gather_index(g, counts, prefix)
     padded = g.node("Concat", [values, "const/empty_string"], prefix, axis=0)  # [P + 1]

@@ -6,7 +6,8 @@ Files (see the README's "Serving" section for running them):
 - `encoder_int8.onnx`: ONNX Runtime's fusions, then dynamic int8 quantization;
 - `encoder_int8_static.onnx`: the fusions, then static int8 (QDQ, calibrated on text);
 - with a SentencePiece model, `text_encoder.onnx` / `text_encoder_int8.onnx`: the same
-  encoders behind the tokenizer and packing (`export.onnx.text`), input `text` strings [B];
+  encoders behind the tokenizer and packing (`export.onnx.text`), input `text` strings [B]
+  (an empty batch gets empty outputs: `export.onnx.text.guard_empty_batch`);
 - `report.json`: file sizes, fused operator counts and the accuracy of every file against the
   SavedModel (or the checkpoint's Keras encoder when no SavedModel is given).
 """
