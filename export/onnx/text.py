@@ -55,6 +55,7 @@ from onnx import TensorProto, helper
 from export.encoder import ENCODER_INPUTS
 from export.onnx.encoder import OPSET, GraphBuilder
 from export.onnx.piece_order import byte_fallback_model, order_runs, piece_tables, shifted
+from export.onnx.ragged import gather_rows, row_starts
 from export.onnx.windows import WINDOW_PRESENT, Windows, window_segments
 from preprocess.normalize import code_points, re2_class_body
 from preprocess.tokenizer import (
@@ -125,18 +126,14 @@ def _row_lengths(g: GraphBuilder, splits: str, prefix: str) -> str:
     return g.node("Sub", [ends, starts], prefix)
 
 
-def _ragged_gather_index(g: GraphBuilder, counts: str, prefix: str) -> tuple[str, str]:
-    """For row lengths `counts` int64 [N]: (index int64 [N, M] of each row's elements in the
-    flat values, clipped to [0, total], valid bool [N, M]) with M the longest row."""
-    ends = g.node("CumSum", [counts, "const/zero"], prefix)  # [N]
-    starts = g.node("Sub", [ends, counts], prefix)  # [N]
+def _dense_rows(g: GraphBuilder, values: str, counts: str, pad: str, prefix: str) -> tuple:
+    """Flat `values` [P] with row lengths `counts` int64 [N] -> (dense [N, M] padded with `pad`,
+    valid bool [N, M]), M the longest row."""
     longest = g.node("ReduceMax", [counts], prefix, keepdims=0)
     longest = g.node("Max", [longest, "const/zero"], prefix)
     columns = g.node("Range", ["const/zero", longest, "const/one_int"], prefix)  # [M]
-    starts = g.node("Unsqueeze", [starts, "const/axes_1"], prefix)  # [N, 1]
-    index = g.node("Add", [starts, columns], prefix)  # [N, M]
-    valid = g.node("Less", [columns, g.node("Unsqueeze", [counts, "const/axes_1"], prefix)], prefix)
-    return index, valid
+    starts = row_starts(g, counts, "const/zero", prefix)
+    return gather_rows(g, values, starts, counts, columns, pad, "const/axes_1", prefix)
 
 
 def _join_rows(g: GraphBuilder, values: str, counts: str, prefix: str) -> str:
@@ -147,10 +144,7 @@ def _join_rows(g: GraphBuilder, values: str, counts: str, prefix: str) -> str:
     # shape [0] beside texts is an error (the packing's) instead; an empty batch never gets
     # here in the exported files (`guard_empty_batch`).
     counts = g.node("Concat", [counts, "const/zeros_1"], prefix, axis=0)  # [N + 1]
-    index, valid = _ragged_gather_index(g, counts, prefix)
-    padded = g.node("Concat", [values, "const/empty_string"], prefix, axis=0)  # [P + 1]
-    index = g.node("Where", [valid, index, g.node("Size", [values], prefix)], prefix)
-    dense = g.node("Gather", [padded, index], prefix)  # [N + 1, M]
+    dense, _ = _dense_rows(g, values, counts, "const/empty_string", prefix)  # [N + 1, M]
     joined = g.multi_node(
         "StringJoin", [dense, "const/empty_string", "const/axes_1"], prefix, 1, domain=CONTRIB
     )[0]  # [N + 1]
@@ -205,10 +199,9 @@ def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, tables: dict, prefix: 
         model=sp_bytes,
     )  # pieces int32 [P], splits int64 [N + 1]
     pieces = g.node("Cast", [pieces], prefix, to=TensorProto.INT64)
-    index, valid = _ragged_gather_index(g, _row_lengths(g, splits, prefix), prefix)  # [N, M]
-    padded = g.node("Concat", [pieces, "const/unk"], prefix, axis=0)  # [P + 1]
-    index = g.node("Where", [valid, index, g.node("Size", [pieces], prefix)], prefix)
-    ids = g.node("Gather", [padded, index], prefix)  # [N, M], padded with <unk> (no run)
+    ids, valid = _dense_rows(
+        g, pieces, _row_lengths(g, splits, prefix), "const/unk", prefix
+    )  # [N, M], padded with <unk> (no run)
     if tables["order"] is not None:
         ids = order_runs(g, ids, valid, tables["order"], f"{prefix}/order")
     # An unknown character's bytes -> one <unk> per run of them, as `sentencepiece` merges them.
