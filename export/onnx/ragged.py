@@ -1,6 +1,6 @@
 """Ragged tensors in ONNX graphs: flat values [P] with int64 row lengths [N], whose rows are
 gathered into a dense [N, M] tensor. Shared by the tokenization (`export.onnx.text`) and the
-windows (`export.onnx.windows`), which text.py imports: so the helpers live here."""
+windows (`export.onnx.windows`); a module of their own because text.py imports windows.py."""
 
 from __future__ import annotations
 

@@ -126,7 +126,9 @@ def _row_lengths(g: GraphBuilder, splits: str, prefix: str) -> str:
     return g.node("Sub", [ends, starts], prefix)
 
 
-def _dense_rows(g: GraphBuilder, values: str, counts: str, pad: str, prefix: str) -> tuple:
+def _dense_rows(
+    g: GraphBuilder, values: str, counts: str, pad: str, prefix: str
+) -> tuple[str, str]:
     """Flat `values` [P] with row lengths `counts` int64 [N] -> (dense [N, M] padded with `pad`,
     valid bool [N, M]), M the longest row."""
     longest = g.node("ReduceMax", [counts], prefix, keepdims=0)
@@ -447,9 +449,10 @@ def _add_prefix(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
 
 
 def guard_empty_batch(model: onnx.ModelProto) -> onnx.ModelProto:
-    """`model` (a raw-string model: first input `text` tf.string [B]) as one `If` on B == 0:
-    an empty batch gets empty outputs of the declared dtypes, shaped [0, ...], and runs
-    nothing else; any other batch runs `model`'s graph, unchanged.
+    """`model` (a raw-string model: first input `text` string [B]) as one `If` on B == 0: an
+    empty batch gets empty outputs of the declared dtypes, shaped [0, ...], and runs nothing
+    else; any other batch runs `model`'s graph, unchanged. (`text_pair` does not decide: one
+    of another length than `text` is the packing's error, as before.)
 
     ONNX Runtime's int8 attention kernel (QAttention, 1.32) stops the process on zero rows
     (SIGFPE), so an empty request would kill a server. Every output's dimensions but the
