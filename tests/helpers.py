@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -471,3 +473,38 @@ def truncate(path: Path) -> None:
     """Keeps the first third of the file, as an interrupted copy does."""
     path = Path(path)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+
+
+# === ONNX ===
+
+# ONNX Runtime and its extensions alone, as any user of the files would run them.
+_EMPTY_BATCH = """
+import json, sys
+import numpy as np
+import onnxruntime, onnxruntime_extensions
+options = onnxruntime.SessionOptions()
+options.register_custom_ops_library(onnxruntime_extensions.get_library_path())
+outputs = {}
+for path in sys.argv[1:]:
+    sess = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    feed = {i.name: np.array([], dtype=object) for i in sess.get_inputs()}
+    names = [o.name for o in sess.get_outputs()]
+    got = zip(names, sess.run(names, feed), strict=True)
+    outputs[path] = {name: [list(v.shape), v.dtype.name] for name, v in got}
+print(json.dumps(outputs))
+"""
+
+
+def empty_batch_outputs(paths) -> dict[str, dict[str, list]]:
+    """Each raw-string ONNX model at `paths` run on an empty batch (every string input of shape
+    [0]) in a child process, so that a crash fails the test instead of killing pytest:
+    path -> output name -> [shape, numpy dtype name]."""
+    result = subprocess.run(
+        [sys.executable, "-c", _EMPTY_BATCH, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=300,
+    )
+    assert result.returncode == 0, f"exit code {result.returncode}: {result.stderr[-3000:]}"
+    return json.loads(result.stdout.splitlines()[-1])

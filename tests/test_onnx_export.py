@@ -306,6 +306,23 @@ def test_text_encoder_equals_the_saved_models(sp_onnx):
     assert report["probe_text"] == "pydoc_data help topics"
 
 
+def test_text_encoder_gives_an_empty_batch_empty_outputs(sp_onnx):
+    """`text` of shape [0] through both raw-string encoders: empty outputs of the declared
+    dtypes, [0, S] ids, [0, H] pooled, [0, S, H] sequence (the int8 attention kernel and the
+    string operators would crash the process on zero rows)."""
+    hidden = helpers.tiny_config().hidden_size
+    ids = [[0, 24], "int32"]
+    want = dict(
+        input_word_ids=ids,
+        input_mask=ids,
+        input_type_ids=ids,
+        pooled_output=[[0, hidden], "float32"],
+        sequence_output=[[0, 24, hidden], "float32"],
+    )
+    paths = [sp_onnx.onnx / "text_encoder.onnx", sp_onnx.onnx / "text_encoder_int8.onnx"]
+    assert helpers.empty_batch_outputs(paths) == {str(path): want for path in paths}
+
+
 def test_only_classifiers_are_exported():
     from albert_tf.errors import ExportError
     from export.onnx.classifier import check_exportable

@@ -189,3 +189,36 @@ def test_export_writes_the_windowed_classifier(windowed):
     assert float32["labels_equal"] is True
     assert float32["probabilities_max_abs_diff"] < 1e-4
     assert set(report["bytes"]) == {"classifier.onnx", "classifier_int8.onnx"}
+
+
+def test_empty_batch_gives_empty_outputs(windowed, tmp_path):
+    """An empty batch through raw-string classifiers of one window and of three, of single
+    texts and pairs, around the float32 and the int8 encoder: empty outputs of serving/'s
+    dtypes ([0] labels, [0, L] probabilities), not a crash."""
+    import onnx
+
+    from albert_tf.finetune.predict import load_finetuned
+    from export.onnx import optimize
+    from export.onnx.classifier import classifier_graphs
+    from export.onnx.encoder import encoder_graph
+
+    finetuned = load_finetuned(windowed)
+    config = finetuned.model.encoder.config
+    float32 = encoder_graph(finetuned.model.encoder)
+    fused = optimize.fuse(float32, config.num_attention_heads, config.hidden_size)
+    encoders = {"float32": float32, "int8": optimize.quantize_dynamic_int8(fused)}
+    paths = []
+    for max_windows, pair in ((1, False), (3, False), (3, True)):
+        task = finetuned.task
+        task.settings = task.settings.replace(max_windows=max_windows, has_pair=pair)
+        for kind, graph in classifier_graphs(finetuned, encoders).items():
+            paths.append(tmp_path / f"windows{max_windows}-pair{pair}-{kind}.onnx")
+            onnx.save(graph, str(paths[-1]))
+    labels = len(finetuned.task.settings.labels)
+    want = dict(
+        label=[[0], "object"],
+        label_id=[[0], "int32"],
+        probabilities=[[0, labels], "float32"],
+        logits=[[0, labels], "float32"],
+    )
+    assert helpers.empty_batch_outputs(paths) == {str(path): want for path in paths}

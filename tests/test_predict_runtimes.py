@@ -97,6 +97,21 @@ def test_onnx_runtime_without_the_extra_is_one_line(classifier, monkeypatch, cap
     assert 'pip install -e ".[onnx]"' in line
 
 
+@pytest.mark.skipif(not HAVE_ONNX, reason="onnx extra")
+def test_onnx_runtime_on_a_file_without_examples_is_one_line(classifier, tmp_path, capsys):
+    """A header and no rows through --runtime onnx: the clean refusal (exit 2, one error line),
+    the encoder never called with an empty batch."""
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("index\tsentence1\tsentence2\tlabel\n")
+    argv = ["predict", "--model", str(classifier / "model"), "--input", str(empty)]
+    assert cli.main([*argv, "--runtime", "onnx"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    # The encoder is exported (one line saying so) before the file is read.
+    line = helpers.one_error_line(err.splitlines()[-1], "predict")
+    assert line.endswith(f"{empty} holds no examples")
+
+
 def test_long_batches_are_fed_in_chunks_of_tokens():
     """`in_chunks`: calls of at most `chunk_tokens` tokens (at least one row), outputs in order."""
     from albert_tf.runtimes import in_chunks

@@ -5,7 +5,8 @@
 - `classifier.onnx` (float32 encoder) and `classifier_int8.onnx` (ONNX Runtime's fusions and
   dynamic int8 on the encoder; the head stays float32): input `text` (and `text_pair` for
   pair tasks) strings [B]; outputs as `serving/`'s signature: `label` string [B], `label_id`
-  int32 [B], `probabilities` float32 [B, L], `logits` float32 [B, L];
+  int32 [B], `probabilities` float32 [B, L], `logits` float32 [B, L] (B = 0 included:
+  `export.onnx.text.guard_empty_batch`);
 - `report.json`: how each file agrees with `serving/` on probe text (labels equal, largest
   probability difference), the fused operators and the window settings (null without).
 
@@ -28,7 +29,7 @@ from onnx import TensorProto, helper
 from albert_tf.errors import ExportError
 from export.onnx import optimize
 from export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
-from export.onnx.text import TEXT_INPUTS, preprocess_graph, with_preprocess
+from export.onnx.text import TEXT_INPUTS, guard_empty_batch, preprocess_graph, with_preprocess
 from export.onnx.windows import WINDOW_PRESENT, Windows, pool_windows
 from export.onnx.writer import ONNX_DIR, run, session, write_onnx_dir
 
@@ -123,7 +124,7 @@ def classifier_graphs(
         outputs = {o.name: o for o in merged.graph.output}
         del merged.graph.output[:]
         merged.graph.output.extend(outputs[name] for name in SERVING_OUTPUTS)
-        graphs[kind] = merged
+        graphs[kind] = guard_empty_batch(merged)
     return graphs
 
 

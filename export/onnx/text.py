@@ -55,6 +55,7 @@ from onnx import TensorProto, helper
 from export.encoder import ENCODER_INPUTS
 from export.onnx.encoder import OPSET, GraphBuilder
 from export.onnx.piece_order import byte_fallback_model, order_runs, piece_tables, shifted
+from export.onnx.ragged import gather_rows, row_starts
 from export.onnx.windows import WINDOW_PRESENT, Windows, window_segments
 from preprocess.normalize import code_points, re2_class_body
 from preprocess.tokenizer import (
@@ -125,30 +126,31 @@ def _row_lengths(g: GraphBuilder, splits: str, prefix: str) -> str:
     return g.node("Sub", [ends, starts], prefix)
 
 
-def _ragged_gather_index(g: GraphBuilder, counts: str, prefix: str) -> tuple[str, str]:
-    """For row lengths `counts` int64 [N]: (index int64 [N, M] of each row's elements in the
-    flat values, clipped to [0, total], valid bool [N, M]) with M the longest row."""
-    ends = g.node("CumSum", [counts, "const/zero"], prefix)  # [N]
-    starts = g.node("Sub", [ends, counts], prefix)  # [N]
+def _dense_rows(
+    g: GraphBuilder, values: str, counts: str, pad: str, prefix: str
+) -> tuple[str, str]:
+    """Flat `values` [P] with row lengths `counts` int64 [N] -> (dense [N, M] padded with `pad`,
+    valid bool [N, M]), M the longest row."""
     longest = g.node("ReduceMax", [counts], prefix, keepdims=0)
     longest = g.node("Max", [longest, "const/zero"], prefix)
     columns = g.node("Range", ["const/zero", longest, "const/one_int"], prefix)  # [M]
-    starts = g.node("Unsqueeze", [starts, "const/axes_1"], prefix)  # [N, 1]
-    index = g.node("Add", [starts, columns], prefix)  # [N, M]
-    valid = g.node("Less", [columns, g.node("Unsqueeze", [counts, "const/axes_1"], prefix)], prefix)
-    return index, valid
+    starts = row_starts(g, counts, "const/zero", prefix)
+    return gather_rows(g, values, starts, counts, columns, pad, "const/axes_1", prefix)
 
 
 def _join_rows(g: GraphBuilder, values: str, counts: str, prefix: str) -> str:
     """Concatenates the strings of each row of a ragged string tensor: flat `values` [P] with
     `counts` int64 [N] -> [N] (an empty row gives "")."""
-    index, valid = _ragged_gather_index(g, counts, prefix)
-    padded = g.node("Concat", [values, "const/empty_string"], prefix, axis=0)  # [P + 1]
-    index = g.node("Where", [valid, index, g.node("Size", [values], prefix)], prefix)
-    dense = g.node("Gather", [padded, index], prefix)  # [N, M]
-    return g.multi_node(
+    # StringJoin crashes the process (SIGSEGV, onnxruntime-extensions 0.15) on zero rows,
+    # [0, M]. One more, empty, row is joined and cut off again, so that a `text_pair` of
+    # shape [0] beside texts is an error (the packing's) instead; an empty batch never gets
+    # here in the exported files (`guard_empty_batch`).
+    counts = g.node("Concat", [counts, "const/zeros_1"], prefix, axis=0)  # [N + 1]
+    dense, _ = _dense_rows(g, values, counts, "const/empty_string", prefix)  # [N + 1, M]
+    joined = g.multi_node(
         "StringJoin", [dense, "const/empty_string", "const/axes_1"], prefix, 1, domain=CONTRIB
-    )[0]
+    )[0]  # [N + 1]
+    return g.node("Slice", [joined, "const/zeros_1", "const/minus_ones_1"], prefix)  # [N]
 
 
 def _regex_replace(g: GraphBuilder, text: str, pattern: str, rewrite: str, prefix: str) -> str:
@@ -199,10 +201,9 @@ def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, tables: dict, prefix: 
         model=sp_bytes,
     )  # pieces int32 [P], splits int64 [N + 1]
     pieces = g.node("Cast", [pieces], prefix, to=TensorProto.INT64)
-    index, valid = _ragged_gather_index(g, _row_lengths(g, splits, prefix), prefix)  # [N, M]
-    padded = g.node("Concat", [pieces, "const/unk"], prefix, axis=0)  # [P + 1]
-    index = g.node("Where", [valid, index, g.node("Size", [pieces], prefix)], prefix)
-    ids = g.node("Gather", [padded, index], prefix)  # [N, M], padded with <unk> (no run)
+    ids, valid = _dense_rows(
+        g, pieces, _row_lengths(g, splits, prefix), "const/unk", prefix
+    )  # [N, M], padded with <unk> (no run)
     if tables["order"] is not None:
         ids = order_runs(g, ids, valid, tables["order"], f"{prefix}/order")
     # An unknown character's bytes -> one <unk> per run of them, as `sentencepiece` merges them.
@@ -447,15 +448,89 @@ def _add_prefix(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
     return renamed
 
 
+def guard_empty_batch(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` (a raw-string model: first input `text` string [B]) as one `If` on B == 0: an
+    empty batch gets empty outputs of the declared dtypes, shaped [0, ...], and runs nothing
+    else; any other batch runs `model`'s graph, unchanged. (`text_pair` does not decide: one
+    of another length than `text` is the packing's error, as before.)
+
+    ONNX Runtime's int8 attention kernel (QAttention, 1.32) stops the process on zero rows
+    (SIGFPE), so an empty request would kill a server. Every output's dimensions but the
+    first must be fixed numbers."""
+    from onnx import compose, numpy_helper
+
+    graph = model.graph
+    empty, outputs = [], []
+    for output in graph.output:
+        dims = output.type.tensor_type.shape.dim[1:]
+        if not all(d.HasField("dim_value") for d in dims):
+            raise ValueError(f"output {output.name}: a dimension past the batch is not fixed")
+        dtype = helper.tensor_dtype_to_np_dtype(output.type.tensor_type.elem_type)
+        value = np.empty((0, *(d.dim_value for d in dims)), dtype)
+        # A branch's outputs need names of their own: the If's outputs take the model's.
+        name = f"empty/{output.name}"
+        empty.append(
+            helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+        )
+        outputs.append(onnx.ValueInfoProto())
+        outputs[-1].CopyFrom(output)
+        outputs[-1].name = name
+    then_branch = helper.make_graph(empty, "empty_batch", [], outputs)
+    else_branch = helper.make_graph(
+        graph.node,
+        "batch",
+        [],
+        graph.output,
+        initializer=graph.initializer,
+        value_info=graph.value_info,
+    )
+    compose.add_prefix_graph(
+        else_branch,
+        "batch/",
+        rename_nodes=False,
+        rename_edges=False,
+        rename_initializers=False,
+        rename_value_infos=False,
+        inplace=True,
+    )
+    g = GraphBuilder()
+    size = g.node("Size", [graph.input[0].name], "guard")
+    is_empty = g.node("Equal", [size, g.constant("guard/zero", 0, np.int64)], "guard")
+    g.nodes.append(
+        helper.make_node(
+            "If",
+            [is_empty],
+            [o.name for o in graph.output],
+            name="guard/If",
+            then_branch=then_branch,
+            else_branch=else_branch,
+        )
+    )
+    guarded = onnx.ModelProto()
+    guarded.CopyFrom(model)
+    del guarded.graph.node[:], guarded.graph.initializer[:], guarded.graph.value_info[:]
+    guarded.graph.node.extend(g.nodes)
+    guarded.graph.initializer.extend(g.initializers.values())
+    return guarded
+
+
 def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx.ModelProto:
     """`preprocess` feeding `model`'s encoder inputs: strings in, `model`'s outputs and
     `preprocess`'s (the three encoder inputs, the ALBERT ids; `window_present`) out."""
     from onnx import compose
 
     outputs = [o.name for o in model.graph.output] + [o.name for o in preprocess.graph.output]
-    return compose.merge_models(
+    merged = compose.merge_models(
         _add_prefix(preprocess, "preprocess/"),
         _add_prefix(model, "model/"),
         io_map=[(name, name) for name in ENCODER_INPUTS],
         outputs=outputs,
     )
+    # The encoder's sequence length is the packing's here: `sequence_output` [B, S, H].
+    ids = next(o for o in preprocess.graph.output if o.name == ENCODER_INPUTS[0])
+    seq_length = ids.type.tensor_type.shape.dim[1].dim_value
+    for output in merged.graph.output:
+        for dim in output.type.tensor_type.shape.dim:
+            if dim.dim_param == "sequence":
+                dim.dim_value = seq_length
+    return merged

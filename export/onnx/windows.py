@@ -27,6 +27,7 @@ from onnx import TensorProto, numpy_helper
 
 from albert_tf.finetune.windows import first_segment_bound
 from export.onnx.encoder import GraphBuilder
+from export.onnx.ragged import gather_rows, row_starts
 
 # The preprocessing graph's extra output: which of a text's K windows it has, bool [B, K].
 WINDOW_PRESENT = "window_present"
@@ -125,14 +126,13 @@ def _rows(g: GraphBuilder, ids: str, starts: str, lengths: str, width: int, pref
     most `width`), concatenated in row order, out: flat ids [sum(lengths)]."""
     axis, flat = _int(g, prefix, "axis", [1]), _int(g, prefix, "flat", [-1])
     columns = _int(g, prefix, "columns", np.arange(width)[np.newaxis])  # [1, width]
-    index = g.node("Add", [g.node("Unsqueeze", [starts, axis], prefix), columns], prefix)
-    valid = g.node("Less", [columns, g.node("Unsqueeze", [lengths, axis], prefix)], prefix)
-    padded = g.node("Concat", [ids, _int(g, prefix, "pad", [0])], prefix, axis=0)  # [T + 1]
-    index = g.node("Where", [valid, index, g.node("Size", [ids], prefix)], prefix)  # [R, width]
-    dense = g.node(
-        "Reshape", [g.node("Gather", [padded, index], prefix), flat], prefix
-    )  # [R * width]
-    return g.node("Compress", [dense, g.node("Reshape", [valid, flat], prefix)], prefix)
+    pad = _int(g, prefix, "pad", [0])
+    dense, valid = gather_rows(g, ids, starts, lengths, columns, pad, axis, prefix)  # [R, width]
+    return g.node(
+        "Compress",
+        [g.node("Reshape", [dense, flat], prefix), g.node("Reshape", [valid, flat], prefix)],
+        prefix,
+    )
 
 
 def window_segments(
@@ -179,20 +179,15 @@ def window_segments(
     length = g.node("Max", [length, zero], prefix)  # [W]
     begin = g.node(
         "Add",
-        [g.node("Gather", [_row_starts(g, num_tokens, zero, prefix), text], prefix), start],
+        [g.node("Gather", [row_starts(g, num_tokens, zero, prefix), text], prefix), start],
         prefix,
     )
     rows = [(_rows(g, ids, begin, length, seq_length - 2, f"{prefix}/text"), length)]
     if first:
         length = g.node("Gather", [kept, text], prefix)  # [W]
-        begin = g.node("Gather", [_row_starts(g, first_counts, zero, prefix), text], prefix)
+        begin = g.node("Gather", [row_starts(g, first_counts, zero, prefix), text], prefix)
         rows.insert(0, (_rows(g, first_ids, begin, length, bound, f"{prefix}/first"), length))
     return rows, present
-
-
-def _row_starts(g: GraphBuilder, counts: str, zero: str, prefix: str) -> str:
-    """Where each row of a ragged tensor starts in its flat values: counts int64 [B] -> [B]."""
-    return g.node("Sub", [g.node("CumSum", [counts, zero], prefix), counts], prefix)
 
 
 def pool_windows(g: GraphBuilder, outputs: str, present: str, pooling: str, prefix: str) -> str:

@@ -6,7 +6,8 @@ Files (see the README's "Serving" section for running them):
 - `encoder_int8.onnx`: ONNX Runtime's fusions, then dynamic int8 quantization;
 - `encoder_int8_static.onnx`: the fusions, then static int8 (QDQ, calibrated on text);
 - with a SentencePiece model, `text_encoder.onnx` / `text_encoder_int8.onnx`: the same
-  encoders behind the tokenizer and packing (`export.onnx.text`), input `text` strings [B];
+  encoders behind the tokenizer and packing (`export.onnx.text`), input `text` strings [B]
+  (an empty batch gets empty outputs: `export.onnx.text.guard_empty_batch`);
 - `report.json`: file sizes, fused operator counts and the accuracy of every file against the
   SavedModel (or the checkpoint's Keras encoder when no SavedModel is given).
 """
@@ -27,7 +28,7 @@ from albert_tf.runtimes import onnx_session, session_runner
 from export.encoder import ENCODER_INPUTS
 from export.onnx import optimize
 from export.onnx.encoder import encoder_graph
-from export.onnx.text import CONTRIB, preprocess_graph, with_preprocess
+from export.onnx.text import CONTRIB, guard_empty_batch, preprocess_graph, with_preprocess
 from export.tflite import cosine_similarity, probe_inputs
 
 ONNX_DIR = "onnx"
@@ -204,7 +205,8 @@ def export_onnx(
     if sp_model is not None:
         preprocess = preprocess_graph(sp_model, seq_length, do_lower_case)
         for kind in ("float32", "int8"):
-            files[TEXT_ENCODER_FILES[kind]] = with_preprocess(preprocess, models[kind])
+            text_encoder = with_preprocess(preprocess, models[kind])
+            files[TEXT_ENCODER_FILES[kind]] = guard_empty_batch(text_encoder)
         report["text_ids_equal_preprocess"] = _text_ids_equal(
             files[TEXT_ENCODER_FILES["float32"]], sp_model, seq_length, do_lower_case
         )
