@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from albert_tf.errors import InstallError
+from albert_tf.errors import DataError, InstallError
 
 Runner = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -95,6 +95,15 @@ def available_cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
+def _row_count(inputs: dict[str, np.ndarray]) -> int:
+    """Rows of the batch `inputs`; DataError for none (ONNX Runtime's int8 attention kernel
+    stops the process, SIGFPE, on a batch of zero rows)."""
+    rows = len(next(iter(inputs.values())))
+    if rows == 0:
+        raise DataError("an empty batch: the int8 encoder runtimes take at least one row")
+    return rows
+
+
 def _row_slices(inputs: dict[str, np.ndarray], rows_per_call: int) -> list[dict[str, np.ndarray]]:
     """`inputs` cut into consecutive slices of `rows_per_call` rows (the last may be shorter)."""
     rows = len(next(iter(inputs.values())))
@@ -123,7 +132,7 @@ def in_chunks(run: Runner, chunk_tokens: int | None = CHUNK_TOKENS) -> Runner:
 
     def chunked(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         step = _rows_per_call(inputs, chunk_tokens)
-        if len(next(iter(inputs.values()))) <= step:
+        if _row_count(inputs) <= step:
             return run(inputs)
         return _concatenate([run(part) for part in _row_slices(inputs, step)])
 
@@ -156,7 +165,7 @@ def across_cores(
             idle.put(runner)
 
     def spread(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        rows = len(next(iter(inputs.values())))
+        rows = _row_count(inputs)
         if rows < 2:
             return whole(inputs)
         step = min(_rows_per_call(inputs, chunk_tokens), -(-rows // len(per_core)))

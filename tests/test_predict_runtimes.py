@@ -168,3 +168,18 @@ def test_batches_are_spread_over_one_runner_per_core():
     calls.clear()
     spread({"input_word_ids": ids[:1]})
     assert [(name, rows) for name, rows, _ in calls] == [("whole", 1)]
+
+
+def test_runners_refuse_an_empty_batch():
+    """Zero rows are a DataError, not a call into a runtime (ORT's int8 attention would stop
+    the process)."""
+    from albert_tf.errors import DataError
+    from albert_tf.runtimes import across_cores, in_chunks
+
+    def never(inputs):
+        raise AssertionError("a runtime was called with an empty batch")
+
+    empty = {"input_word_ids": np.zeros((0, 128), np.int32)}
+    for runner in (in_chunks(never, 1024), across_cores(never, [never, never], 1024)):
+        with pytest.raises(DataError, match="empty batch"):
+            runner(empty)
