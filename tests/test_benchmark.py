@@ -273,7 +273,7 @@ def test_int8_peers_are_compared_with_our_fastest_int8_system():
         in table
     )
     assert "int8 inference throughput: peers compared with our best, albert-tf TFLite" in table
-    assert "int8 latency latency: peers compared with our best, albert-tf ONNX (ORT)" in table
+    assert "int8 latency: peers compared with our best, albert-tf ONNX (ORT)" in table
 
 
 @pytest.mark.slow

@@ -594,7 +594,8 @@ def render_table(result: dict[str, Any]) -> str:
     for (dtype, case, metric), system in reference_systems(records).items():
         if system != OURS and metric in ("throughput", "latency") and (case, metric) in _ROW_ORDER:
             lines.append(
-                f"{dtype} {case} {metric}: peers compared with our best, {TITLES[system]}."
+                f"{dtype} {case if case == metric else f'{case} {metric}'}: peers compared with "
+                f"our best, {TITLES[system]}."
             )
     for system, info in result.get("meta", {}).get("exports", {}).items():
         lines.append(f"{TITLES[system]}: {_export_note(info)}")
