@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from albert_tf.errors import ConfigError, DataError
-    from albert_tf.finetune.predict import load_finetuned, predict_file
+    from albert_tf.finetune.predict import load_examples, load_finetuned, predict_examples
     from albert_tf.finetune.runtimes import check_runtime, runtime_encoder
     from albert_tf.io_utils import atomic_file, check_output_file
 
@@ -51,11 +51,14 @@ def run(args: argparse.Namespace) -> int:
     if args.runtime != "tf":
         check_runtime(args.runtime)  # a missing extra is named before the model loads
     finetuned = load_finetuned(args.model)
+    # The file is read before an int8 runtime's export (up to a minute for base), so a bad
+    # file is refused at once.
+    task_data = load_examples(finetuned, args.input)
     encoder = None
     if args.runtime != "tf":
         seq_length = finetuned.settings.max_seq_length
         encoder = runtime_encoder(finetuned.model.encoder, args.runtime, seq_length)
-    records, scores, task_data = predict_file(finetuned, args.input, args.batch_size, encoder)
+    records, scores = predict_examples(finetuned, task_data, args.batch_size, encoder)
     for what, count in task_data.skipped.items():
         print(f"{args.input}: {count} {what}", file=sys.stderr)
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

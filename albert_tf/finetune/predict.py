@@ -92,16 +92,30 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     return FinetunedModel(model, tokenizer, task, metadata)
 
 
-def predict_file(
-    finetuned: FinetunedModel, input_path: str, batch_size: int = 64, encoder: Any = None
-) -> tuple[list[dict], dict[str, float] | None, TaskData]:
-    """Prediction records of every example in `input_path` (same formats as training; labels
-    optional) and the metrics when the file carries labels (None otherwise). `encoder`: the
-    model's encoder on another runtime (`finetune.runtimes.runtime_encoder`), None for
-    TensorFlow."""
+def load_examples(finetuned: FinetunedModel, input_path: str) -> TaskData:
+    """The examples of `input_path` (same formats as training; labels optional), tokenized for
+    `finetuned`; DataError for a file that holds none or is malformed."""
+    return finetuned.task.load(
+        input_path, finetuned.tokenizer, training=False, require_labels=False
+    )
+
+
+def predict_examples(
+    finetuned: FinetunedModel, task_data: TaskData, batch_size: int = 64, encoder: Any = None
+) -> tuple[list[dict], dict[str, float] | None]:
+    """Prediction records of `task_data` (`load_examples`) and the metrics when it carries
+    labels (None otherwise). `encoder`: the model's encoder on another runtime
+    (`finetune.runtimes.runtime_encoder`), None for TensorFlow."""
     task = finetuned.task
-    task_data = task.load(input_path, finetuned.tokenizer, training=False, require_labels=False)
     outputs = batched_outputs(finetuned.model, task_data.inputs, batch_size, encoder)
     records = task.decode(outputs, task_data)
     scores = task.evaluate(records, task_data) if task.has_labels(task_data) else None
-    return records, scores, task_data
+    return records, scores
+
+
+def predict_file(
+    finetuned: FinetunedModel, input_path: str, batch_size: int = 64, encoder: Any = None
+) -> tuple[list[dict], dict[str, float] | None, TaskData]:
+    """`predict_examples` of `load_examples(finetuned, input_path)`, and those examples."""
+    task_data = load_examples(finetuned, input_path)
+    return (*predict_examples(finetuned, task_data, batch_size, encoder), task_data)
