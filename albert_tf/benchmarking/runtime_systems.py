@@ -183,15 +183,14 @@ def _runner(system: str, path: Path, threads: int | None):
     if system == "ours_tflite":
         run = tflite_runner(path, threads)
         return lambda batch: {"pooled": run(batch)["pooled_output"]}
+    if system == "ort":  # what a user of ONNX Runtime writes: one `run` per batch
+        run = session_runner(onnx_session(path, threads))
+    else:
+        run = onnx_runner(path, threads)
     if system in ("ort", PEER_ACROSS_CORES):
-        if system == "ort":  # what a user of ONNX Runtime writes: one `run` per batch
-            run = session_runner(onnx_session(path, threads))
-        else:
-            run = onnx_runner(path, threads)
         return lambda batch: {
             "pooled": run({HF_INPUTS[k]: batch[k] for k in ENCODER_INPUTS})["pooler_output"]
         }
-    run = onnx_runner(path, threads)
     return lambda batch: {"pooled": run(batch)["pooled_output"]}
 
 

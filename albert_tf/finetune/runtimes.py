@@ -10,7 +10,6 @@ Python (the TFLite file takes token ids), and the records are decoded exactly as
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -67,7 +66,7 @@ def runtime_encoder(
 ) -> RuntimeEncoder:
     """`encoder` (an `AlbertEncoder`) exported to int8 for `runtime` ("onnx" or "tflite") and
     loaded with `threads` threads (None: one per core the process may use, as TensorFlow
-    does). The TFLite file has a fixed sequence length, `seq_length`. Prints the export's
+    does; the runners' own default, `albert_tf.runtimes.available_cores`). The TFLite file has a fixed sequence length, `seq_length`. Prints the export's
     duration on stderr."""
     from albert_tf.encoder import AlbertEncoder
 
@@ -77,8 +76,6 @@ def runtime_encoder(
             f"--runtime {runtime} needs a model fine-tuned from an albert-tf checkpoint; this "
             "one wraps a TF-Hub encoder, which runs with --runtime tf"
         )
-    if threads is None:
-        threads = len(os.sched_getaffinity(0))
     start = time.perf_counter()
     encoder = _float32_copy(encoder)
     with tempfile.TemporaryDirectory(prefix="albert-tf-runtime-") as tmp:
