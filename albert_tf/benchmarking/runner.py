@@ -84,7 +84,9 @@ class BenchmarkOptions:
     tiny: bool = False
     warmup: int = 2
     iters: int = 5
-    latency_iters: int = 20
+    # 100 batch-1 calls take 3-7 s, longer than a shared VM's speed phases; 20 (about a second)
+    # let one phase decide a system's figure.
+    latency_iters: int = 100
     intra_threads: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
     inter_threads: int = 1
     hf_bf16: str = "best"

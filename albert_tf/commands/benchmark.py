@@ -49,7 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps per job (default 2)")
     parser.add_argument("--iters", type=int, default=5, help="timed steps per job (default 5)")
     parser.add_argument(
-        "--latency-iters", type=int, default=20, help="timed steps of the latency case (20)"
+        "--latency-iters",
+        type=int,
+        default=100,
+        help="timed steps of the latency and matmul cases (default 100)",
     )
     parser.add_argument(
         "--rounds",
