@@ -50,6 +50,10 @@ def test_plan_measures_hf_bf16_both_ways_and_skips_unsupported():
     assert all(j["iters"] == 5 and j["warmup"] == 2 for j in jobs)
     matmul = plan_jobs(BenchmarkOptions(cases=("matmul",), dtypes=("float32",)), ())
     assert [(j["system"], j["iters"]) for j in matmul] == [("tensorflow", 20)]
+    latency = plan_jobs(BenchmarkOptions(cases=("latency",), dtypes=("float32",)), ("tfm",))
+    assert [(j["system"], j["iters"]) for j in latency] == [("ours", 100), ("tfm", 100)]
+    fewer = BenchmarkOptions(cases=("latency", "matmul"), dtypes=("float32",), latency_iters=7)
+    assert {j["case"]: j["iters"] for j in plan_jobs(fewer, ())} == dict(latency=7, matmul=20)
 
 
 def _result(system, case, seconds, dtype="bfloat16", mib=100.0):

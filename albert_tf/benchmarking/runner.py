@@ -61,6 +61,7 @@ INSTALL_HINTS = {
 # Modules each runtime of `albert-tf predict --runtime` needs beside TensorFlow.
 RUNTIME_MODULES = {"onnx": ("onnx", "onnxruntime"), "tflite": ("ai_edge_litert",)}
 RUNTIME_HINTS = {"onnx": 'pip install -e ".[onnx]"', "tflite": "pip install ai-edge-litert"}
+MATMUL_ITERS = 20  # timed steps of a matmul job (each one FFN-shaped matmul)
 UNITS = {"inference": "tokens/s", "latency": "tokens/s", "train": "examples/s", "matmul": "GFLOP/s"}
 
 
@@ -168,7 +169,9 @@ def plan_jobs(
                 continue
             for dtype in (d for d in options.dtypes if d in system_dtypes(system)):
                 # The matmul and latency steps are short: more of them for a stable figure.
-                iters = options.latency_iters if case in ("latency", "matmul") else options.iters
+                iters = {"latency": options.latency_iters, "matmul": MATMUL_ITERS}.get(
+                    case, options.iters
+                )
                 job = dict(system=system, dtype=dtype, case=case)
                 # Tiny mode is a smoke test: one traced call, one timed call.
                 job["warmup"] = min(options.warmup, 1) if options.tiny else options.warmup

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--latency-iters",
         type=int,
         default=100,
-        help="timed steps of the latency and matmul cases (default 100)",
+        help="timed steps of the latency case (default 100)",
     )
     parser.add_argument(
         "--rounds",
