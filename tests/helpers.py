@@ -487,7 +487,12 @@ options.register_custom_ops_library(onnxruntime_extensions.get_library_path())
 outputs = {}
 for path in sys.argv[1:]:
     sess = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    feed = {i.name: np.array([], dtype=object) for i in sess.get_inputs()}
+    # Strings [0] for a raw-string model; ids [0, 8] for an encoder.
+    feed = {
+        i.name: np.array([], dtype=object) if i.type == "tensor(string)"
+        else np.zeros((0, 8), dtype=np.int32)
+        for i in sess.get_inputs()
+    }
     names = [o.name for o in sess.get_outputs()]
     got = zip(names, sess.run(names, feed), strict=True)
     outputs[path] = {name: [list(v.shape), v.dtype.name] for name, v in got}
@@ -495,10 +500,28 @@ print(json.dumps(outputs))
 """
 
 
+def all_nodes(graph):
+    """Every node of an ONNX `graph`, those of its subgraphs (If branches) included."""
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                yield from all_nodes(attribute.g)
+
+
+def all_initializers(graph):
+    """Every initializer of an ONNX `graph`, those of its subgraphs included."""
+    yield from graph.initializer
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                yield from all_initializers(attribute.g)
+
+
 def empty_batch_outputs(paths) -> dict[str, dict[str, list]]:
-    """Each raw-string ONNX model at `paths` run on an empty batch (every string input of shape
-    [0]) in a child process, so that a crash fails the test instead of killing pytest:
-    path -> output name -> [shape, numpy dtype name]."""
+    """Each ONNX model at `paths` run on an empty batch (every string input of shape [0], every
+    id input int32 [0, 8]) in a child process, so that a crash fails the test instead of
+    killing pytest: path -> output name -> [shape, numpy dtype name]."""
     result = subprocess.run(
         [sys.executable, "-c", _EMPTY_BATCH, *map(str, paths)],
         capture_output=True,

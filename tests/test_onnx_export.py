@@ -125,7 +125,8 @@ def test_sessions_keep_the_split_layer_norms(fixture_export, tmp_path):
         options,
         providers=["CPUExecutionProvider"],
     )
-    ops = {node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node}
+    optimized = onnx.load(options.optimized_model_filepath).graph
+    ops = {node.op_type for node in helpers.all_nodes(optimized)}
     assert "LayerNormalization" in ops
     assert "SkipLayerNormalization" not in ops
 
@@ -142,15 +143,15 @@ def test_shared_weights_are_stored_once(fixture_export):
     assert len(queries) == distinct
     h = config["hidden_size"]
     int8 = onnx.load(str(onnx_dir / "encoder_int8.onnx")).graph
-    qkv = [t for t in int8.initializer if tuple(t.dims) == (h, 3 * h)]
+    qkv = [t for t in helpers.all_initializers(int8) if tuple(t.dims) == (h, 3 * h)]
     assert len(qkv) == distinct
     assert [t.data_type for t in qkv] == [onnx.TensorProto.INT8] * distinct
     sizes = fixture_export["bundle"].onnx_report["bytes"]
     assert sizes["encoder_int8.onnx"] < sizes["encoder.onnx"]
     # Static int8 quantizes activations too, not only the weights.
     static = onnx.load(str(onnx_dir / "encoder_int8_static.onnx")).graph
-    weights = {t.name for t in static.initializer}
-    quantized = [n for n in static.node if n.op_type == "QuantizeLinear"]
+    weights = {t.name for t in helpers.all_initializers(static)}
+    quantized = [n for n in helpers.all_nodes(static) if n.op_type == "QuantizeLinear"]
     assert any(n.input[0] not in weights for n in quantized)
 
 
@@ -304,6 +305,27 @@ def test_text_encoder_equals_the_saved_models(sp_onnx):
     report = json.loads((sp_onnx.onnx / "report.json").read_text())
     assert report["text_ids_equal_preprocess"] is True
     assert report["probe_text"] == "pydoc_data help topics"
+
+
+def test_id_encoders_give_an_empty_batch_empty_outputs(fixture_export):
+    """input_word_ids [0, 8] through every encoder file: [0, H] pooled, [0, 8, H] sequence.
+    The dynamic int8 file is guarded (ORT's int8 attention would stop the process on zero
+    rows); on rows it gives the report's accuracy (test_encoder_equals_original_and_saved_model).
+    The others take zero rows as they are and stay unwrapped."""
+    import onnx
+
+    from export.onnx import optimize
+
+    hidden = fixture_export["config"]["hidden_size"]
+    want = dict(pooled_output=[[0, hidden], "float32"], sequence_output=[[0, 8, hidden], "float32"])
+    onnx_dir = fixture_export["bundle"].onnx
+    names = ("encoder.onnx", "encoder_int8.onnx", "encoder_int8_static.onnx")
+    paths = [onnx_dir / name for name in names]
+    assert helpers.empty_batch_outputs(paths) == {str(path): want for path in paths}
+    guarded = {"Equal": 1, "If": 1, "Shape": 1}
+    assert optimize.op_counts(onnx.load(str(onnx_dir / "encoder_int8.onnx"))) == guarded
+    for name in ("encoder.onnx", "encoder_int8_static.onnx"):
+        assert "If" not in optimize.op_counts(onnx.load(str(onnx_dir / name))), name
 
 
 def test_text_encoder_gives_an_empty_batch_empty_outputs(sp_onnx):

@@ -47,6 +47,7 @@ from __future__ import annotations
 import functools
 import os
 import unicodedata
+from typing import Any
 
 import numpy as np
 import onnx
@@ -449,29 +450,37 @@ def _add_prefix(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
 
 
 def guard_empty_batch(model: onnx.ModelProto) -> onnx.ModelProto:
-    """`model` (a raw-string model: first input `text` string [B]) as one `If` on B == 0: an
-    empty batch gets empty outputs of the declared dtypes, shaped [0, ...], and runs nothing
-    else; any other batch runs `model`'s graph, unchanged. (`text_pair` does not decide: one
-    of another length than `text` is the packing's error, as before.)
+    """`model` as one `If` on B == 0, B being the first dimension of its first input (`text`
+    [B] for a raw-string model, `input_word_ids` [B, S] for an encoder): an empty batch gets
+    empty outputs of the declared dtypes, shaped [0, ...], and runs nothing else; any other
+    batch runs `model`'s graph, unchanged. (Only the first input decides: `text_pair` of
+    another length than `text` is the packing's error, as before.)
 
     ONNX Runtime's int8 attention kernel (QAttention, 1.32) stops the process on zero rows
-    (SIGFPE), so an empty request would kill a server. Every output's dimensions but the
-    first must be fixed numbers."""
+    (SIGFPE), so an empty request would kill a server. Every output dimension but the first is
+    a fixed number or named as a dimension of an input (`sequence` of `input_word_ids`), where
+    the empty output takes its size from."""
     from onnx import compose, numpy_helper
 
     graph = model.graph
+    named = {}  # a dimension's name -> (the input, its axis) where its size can be read
+    for value in graph.input:
+        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            if dim.dim_param:
+                named.setdefault(dim.dim_param, (value.name, axis))
     empty, outputs = [], []
     for output in graph.output:
         dims = output.type.tensor_type.shape.dim[1:]
-        if not all(d.HasField("dim_value") for d in dims):
-            raise ValueError(f"output {output.name}: a dimension past the batch is not fixed")
         dtype = helper.tensor_dtype_to_np_dtype(output.type.tensor_type.elem_type)
-        value = np.empty((0, *(d.dim_value for d in dims)), dtype)
         # A branch's outputs need names of their own: the If's outputs take the model's.
         name = f"empty/{output.name}"
-        empty.append(
-            helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
-        )
+        if all(d.HasField("dim_value") for d in dims):
+            value = np.empty((0, *(d.dim_value for d in dims)), dtype)
+            empty.append(
+                helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+            )
+        else:
+            empty += _empty_like_inputs(name, dims, dtype, named)
         outputs.append(onnx.ValueInfoProto())
         outputs[-1].CopyFrom(output)
         outputs[-1].name = name
@@ -494,8 +503,8 @@ def guard_empty_batch(model: onnx.ModelProto) -> onnx.ModelProto:
         inplace=True,
     )
     g = GraphBuilder()
-    size = g.node("Size", [graph.input[0].name], "guard")
-    is_empty = g.node("Equal", [size, g.constant("guard/zero", 0, np.int64)], "guard")
+    rows = g.node("Shape", [graph.input[0].name], "guard", start=0, end=1)  # [B]
+    is_empty = g.node("Equal", [rows, g.constant("guard/zero", [0], np.int64)], "guard")
     g.nodes.append(
         helper.make_node(
             "If",
@@ -512,6 +521,33 @@ def guard_empty_batch(model: onnx.ModelProto) -> onnx.ModelProto:
     guarded.graph.node.extend(g.nodes)
     guarded.graph.initializer.extend(g.initializers.values())
     return guarded
+
+
+def _empty_like_inputs(
+    name: str, dims: Any, dtype: np.dtype, named: dict[str, tuple[str, int]]
+) -> list[onnx.NodeProto]:
+    """Nodes making `name`, zeros of `dtype` shaped [0, *dims], where each of `dims` is a fixed
+    number or a dimension of an input (`named`: its name -> (input, axis)), read at run time."""
+    from onnx import numpy_helper
+
+    nodes, parts = [], [f"{name}/rows"]
+    nodes.append(helper.make_node("Constant", [], parts[:1], value_ints=[0]))
+    for i, dim in enumerate(dims):
+        part = f"{name}/dim_{i + 1}"
+        if dim.HasField("dim_value"):
+            nodes.append(helper.make_node("Constant", [], [part], value_ints=[dim.dim_value]))
+        elif dim.dim_param in named:
+            source, axis = named[dim.dim_param]
+            nodes.append(helper.make_node("Shape", [source], [part], start=axis, end=axis + 1))
+        else:
+            raise ValueError(f"{name}: dimension {dim.dim_param!r} is no input's dimension")
+        parts.append(part)
+    zero = numpy_helper.from_array(np.zeros([1], dtype), f"{name}/zero")
+    nodes += [
+        helper.make_node("Concat", parts, [f"{name}/shape"], axis=0),
+        helper.make_node("ConstantOfShape", [f"{name}/shape"], [name], value=zero),
+    ]
+    return nodes
 
 
 def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx.ModelProto:

@@ -3,7 +3,8 @@
 Files (see the README's "Serving" section for running them):
 
 - `encoder.onnx`: float32, standard ONNX operators only (opset 17), the Hub contract's names;
-- `encoder_int8.onnx`: ONNX Runtime's fusions, then dynamic int8 quantization;
+- `encoder_int8.onnx`: ONNX Runtime's fusions, then dynamic int8 quantization (an empty batch
+  gets empty outputs: `export.onnx.text.guard_empty_batch`);
 - `encoder_int8_static.onnx`: the fusions, then static int8 (QDQ, calibrated on text);
 - with a SentencePiece model, `text_encoder.onnx` / `text_encoder_int8.onnx`: the same
   encoders behind the tokenizer and packing (`export.onnx.text`), input `text` strings [B]
@@ -193,15 +194,19 @@ def export_onnx(
         "int8": optimize.quantize_dynamic_int8(fused),
         "int8_static": optimize.quantize_static_int8(fused, calibration),
     }
+    # The dynamic int8 file answers an empty batch itself: ORT's int8 attention (QAttention)
+    # would stop the process on zero rows. The float32 and static int8 files take zero rows
+    # as they are; the float32 one stays a plain graph of standard operators for any tool.
+    encoders = {**models, "int8": guard_empty_batch(models["int8"])}
     report: dict[str, Any] = {
         "seq_length": seq_length,
         "probe_text": "pydoc_data help topics" if sp_model else "random ids",
         "fused_ops": {
             op: n for op, n in optimize.op_counts(fused).items() if op in optimize.FUSED_OPS
         },
-        "accuracy": _accuracy(models, _reference(saved_model_dir, encoder), unseen),
+        "accuracy": _accuracy(encoders, _reference(saved_model_dir, encoder), unseen),
     }
-    files = {ENCODER_FILES[kind]: model for kind, model in models.items()}
+    files = {ENCODER_FILES[kind]: model for kind, model in encoders.items()}
     if sp_model is not None:
         preprocess = preprocess_graph(sp_model, seq_length, do_lower_case)
         for kind in ("float32", "int8"):
