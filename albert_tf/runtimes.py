@@ -91,8 +91,11 @@ def onnx_runner(
 
 
 def available_cores() -> int:
-    """Cores this process may run on (its CPU affinity, which containers and taskset limit)."""
-    return len(os.sched_getaffinity(0))
+    """Cores this process may run on: its CPU affinity where the OS keeps one (Linux, where
+    containers and taskset limit it), else every core (macOS and Windows have no affinity call)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _row_count(inputs: dict[str, np.ndarray]) -> int:

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from albert_tf.benchmarking.worker import RESULT_MARKER, run_marked
+from albert_tf.runtimes import available_cores
 
 # path: (TF_ENABLE_ONEDNN_OPTS, jit_compile)
 PATHS = {
@@ -46,7 +47,7 @@ def run_child(path: str, iters: int, tiny: bool) -> dict:
     from albert_tf.encoder import AlbertEncoder
     from albert_tf.layers.fused import fused_cpu_inference
 
-    tf_systems.configure_threads(len(os.sched_getaffinity(0)), 1)
+    tf_systems.configure_threads(available_cores(), 1)
     config = benchmark_config(tiny)
     encoder = AlbertEncoder(config)
     _, xla = PATHS[path]

@@ -29,6 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from albert_tf.benchmarking.worker import RESULT_MARKER, run_marked
+from albert_tf.runtimes import available_cores
 
 SYSTEMS = {"ours-off": "0", "ours-on": "1", "hf": None}
 CATEGORIES = (
@@ -143,7 +144,7 @@ def run_child(system: str, steps: int, warmup: int, tiny: bool) -> dict:
     from albert_tf.benchmarking.worker import time_steps
 
     config, shape = benchmark_config(tiny), case_shape("train", tiny)
-    threads = len(os.sched_getaffinity(0))
+    threads = available_cores()
     if system == "hf":
         from albert_tf.benchmarking import torch_systems as backend
 

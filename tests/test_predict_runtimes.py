@@ -183,3 +183,19 @@ def test_runners_refuse_an_empty_batch():
     for runner in (in_chunks(never, 1024), across_cores(never, [never, never], 1024)):
         with pytest.raises(DataError, match="empty batch"):
             runner(empty)
+
+
+def test_available_cores_follows_affinity_and_falls_back_to_the_core_count(monkeypatch):
+    """The runners' default thread count: the process's CPU affinity on Linux; where the OS has
+    no affinity call (macOS, Windows), every core instead of an AttributeError."""
+    import os
+
+    from albert_tf.runtimes import available_cores
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    assert available_cores() == 3
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert available_cores() == 6
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert available_cores() == 1

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from albert_tf.environment import cpu_flags, cpuinfo_field
+from albert_tf.runtimes import available_cores
 
 # /proc/cpuinfo flags that decide which kernels TensorFlow and torch can use.
 CPU_FLAGS = (
@@ -31,7 +31,7 @@ def cpu_description(cpuinfo: str | Path = "/proc/cpuinfo") -> dict[str, Any]:
     return {
         "model": cpuinfo_field("model name", cpuinfo) or "unknown",
         "flags": [f for f in CPU_FLAGS if f in flags],
-        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cores": available_cores(),
     }
 
 

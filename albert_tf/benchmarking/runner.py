@@ -44,6 +44,7 @@ from albert_tf.benchmarking.machine import CPU_FLAGS, INT8_FLAGS, cpu_descriptio
 from albert_tf.benchmarking.worker import run_marked
 from albert_tf.environment import ONEDNN_VARIABLE, given_environment, use_onednn_choice
 from albert_tf.errors import ConfigError
+from albert_tf.runtimes import available_cores
 
 # Modules a peer needs; a peer whose modules are missing is skipped unless asked for by name.
 PEER_MODULES = {
@@ -88,7 +89,7 @@ class BenchmarkOptions:
     # 100 batch-1 calls take 3-7 s, longer than a shared VM's speed phases; 20 (about a second)
     # let one phase decide a system's figure.
     latency_iters: int = 100
-    intra_threads: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
+    intra_threads: int = field(default_factory=available_cores)
     inter_threads: int = 1
     hf_bf16: str = "best"
     isolate: bool = True
