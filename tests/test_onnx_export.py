@@ -456,3 +456,27 @@ def test_tensorflow_first_is_an_error_not_a_crash():
     )
     assert result.returncode == 0, result.stderr
     assert "import onnxruntime_extensions first" in result.stdout
+
+
+def test_guard_sizes_empty_outputs_from_input_dimensions_or_refuses():
+    """An output dimension named as an input's is read from that input on an empty batch; one
+    named after nothing the inputs carry cannot be sized, and the guard says so."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from export.onnx.text import guard_empty_batch
+
+    def model(out_dims):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "width"])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, out_dims)
+        graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+    guarded = guard_empty_batch(model(["batch", "width"]))
+    onnx.checker.check_model(guarded, full_check=True)
+    for rows in (0, 2):
+        x = np.arange(rows * 5, dtype=np.float32).reshape(rows, 5) - 3
+        (y,) = _session(guarded).run(None, {"x": x})
+        np.testing.assert_array_equal(y, np.maximum(x, 0))
+    with pytest.raises(ValueError, match="'depth' is no input's dimension"):
+        guard_empty_batch(model(["batch", "depth"]))
