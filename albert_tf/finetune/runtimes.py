@@ -66,8 +66,8 @@ def runtime_encoder(
 ) -> RuntimeEncoder:
     """`encoder` (an `AlbertEncoder`) exported to int8 for `runtime` ("onnx" or "tflite") and
     loaded with `threads` threads (None: one per core the process may use, as TensorFlow
-    does; the runners' own default, `albert_tf.runtimes.available_cores`). The TFLite file has a fixed sequence length, `seq_length`. Prints the export's
-    duration on stderr."""
+    does; the runners' own default, `albert_tf.runtimes.available_cores`). The TFLite file
+    has a fixed sequence length, `seq_length`. Prints the export's duration on stderr."""
     from albert_tf.encoder import AlbertEncoder
 
     check_runtime(runtime)
