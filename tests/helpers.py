@@ -500,22 +500,23 @@ print(json.dumps(outputs))
 """
 
 
-def all_nodes(graph):
-    """Every node of an ONNX `graph`, those of its subgraphs (If branches) included."""
+def _graphs(graph):
+    """An ONNX `graph` and every subgraph in it (If branches), recursively."""
+    yield graph
     for node in graph.node:
-        yield node
         for attribute in node.attribute:
             if attribute.HasField("g"):
-                yield from all_nodes(attribute.g)
+                yield from _graphs(attribute.g)
+
+
+def all_nodes(graph):
+    """Every node of an ONNX `graph`, those of its subgraphs (If branches) included."""
+    return [node for g in _graphs(graph) for node in g.node]
 
 
 def all_initializers(graph):
     """Every initializer of an ONNX `graph`, those of its subgraphs included."""
-    yield from graph.initializer
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField("g"):
-                yield from all_initializers(attribute.g)
+    return [tensor for g in _graphs(graph) for tensor in g.initializer]
 
 
 def empty_batch_outputs(paths) -> dict[str, dict[str, list]]:
