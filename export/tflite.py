@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.activations import gelu_as_one_op
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.runtimes import tflite_runner
 from export.encoder import ENCODER_INPUTS
@@ -36,7 +37,8 @@ def tflite_converters(encoder: AlbertEncoder, seq_length: int) -> dict[str, Any]
         outputs = encoder(inputs, training=False)
         return {key: outputs[key] for key in TFLITE_OUTPUTS}
 
-    concrete = serve.get_concrete_function()
+    with gelu_as_one_op():  # one GELU operator per layer in the files
+        concrete = serve.get_concrete_function()
     # The converter first saves the function with this object as a SavedModel; a plain holder
     # of the variables avoids serializing (and tracing) every Keras layer of the encoder.
     holder = tf.train.Checkpoint(variables=list(encoder.variables))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -61,3 +63,21 @@ def test_batch_is_resized(sp_export):
     for batch in (1, 5):
         inputs = helpers.make_inputs(sp_export["config"], batch=batch, seq=sp_export["seq_length"])
         assert run(inputs)["pooled_output"].shape == (batch, 256)
+
+
+@pytest.mark.parametrize("kind", ["float32", "int8"])
+def test_gelu_is_one_operator_per_block_and_the_same_function(sp_export, kind):
+    """The tanh GELU reaches the files as TFLite's GELU operator (one XNNPACK pass), once per
+    applied block, leaving no tanh but the pooler's; float32 still equals the encoder."""
+    path = sp_export["bundle"].tflite / TFLITE_FILES[kind]
+    ops = Counter(op["op_name"] for op in _interpreter(path)._get_ops_details())
+    config = sp_export["config"]
+    assert config.hidden_act == "gelu"
+    assert ops["GELU"] == config.num_hidden_layers * config.inner_group_num
+    assert ops["TANH"] == 1
+    if kind == "float32":
+        inputs = helpers.make_inputs(config, batch=3, seq=sp_export["seq_length"])
+        expected = sp_export["encoder"](inputs, training=False)
+        outputs = tflite_runner(path)(inputs)
+        for name in ("pooled_output", "sequence_output"):
+            np.testing.assert_allclose(outputs[name], expected[name].numpy(), atol=1e-5)
