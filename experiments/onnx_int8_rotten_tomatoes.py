@@ -1,11 +1,13 @@
-"""Does int8 keep a fine-tuned classifier's accuracy? Rotten Tomatoes, SavedModel vs ONNX.
+"""Does int8 keep a fine-tuned classifier's accuracy? Rotten Tomatoes: SavedModel, ONNX, TFLite.
 
 For each seed: a classifier fine-tuned from random weights (the tiny preset, which reaches about
 0.75 test accuracy here: experiments/README.md), float32, 3 epochs at 3e-4, seq 64; then
 `albert-tf export --finetuned DIR --onnx`; then the test split (1,057 sentences never seen in
 training or model selection) is scored by the `serving/` SavedModel, `classifier.onnx` (float32)
 and `classifier_int8.onnx` (dynamic int8), all from raw strings. Also a static (QDQ) int8
-encoder calibrated on 256 training sentences, behind the same head, from token ids.
+encoder calibrated on 256 training sentences, behind the same head, from token ids, and
+`predict --runtime tflite` (the dynamic-range int8 TFLite encoder inside the model's own
+forward pass, token ids from the Python tokenizer).
 
 Data: `rotten_tomatoes.py`'s seeded 80/10/10 split (the vaderSentiment sdist's sentences), a
 SentencePiece vocabulary of 8,000 pieces trained on the training split. Resumable: every seed's
@@ -57,7 +59,8 @@ def score(run_dir: Path, test: Path, train: Path) -> dict:
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
-    from albert_tf.finetune.predict import load_finetuned
+    from albert_tf.finetune.predict import load_finetuned, predict_file
+    from albert_tf.finetune.runtimes import runtime_encoder
     from export.onnx import optimize
     from export.onnx.classifier import head_graph
     from export.onnx.encoder import encoder_graph
@@ -107,6 +110,11 @@ def score(run_dir: Path, test: Path, train: Path) -> dict:
         pooled = run(static, encode(texts[start : start + batch]))["pooled_output"]
         got += run(head, {"pooled_output": pooled})["label"].tolist()
     predictions["encoder_int8_static (ids)"] = got
+
+    # `albert-tf predict --runtime tflite`: the int8 TFLite encoder, the model's own head.
+    tflite = runtime_encoder(model.encoder, "tflite", settings.max_seq_length)
+    records, _, _ = predict_file(finetuned, str(test), encoder=tflite)
+    predictions["predict --runtime tflite (int8)"] = [record["label"] for record in records]
 
     result = {}
     for name, got in predictions.items():

@@ -3,7 +3,8 @@
 Both files have one signature, `serving_default`, with inputs `input_word_ids`, `input_mask`,
 `input_type_ids` (int32 [B, seq_length]; B is resized on demand) and outputs `pooled_output`
 [B, H] and `sequence_output` [B, seq_length, H], float32. Dynamic-range quantization stores the
-weight matrices as int8 (tensors of at least 1024 elements) and computes in float.
+weight matrices as int8 (tensors of at least 1024 elements) and computes in float. The tanh GELU
+is one GELU operator per block (`albert_tf.activations.gelu_as_one_op`).
 """
 
 from __future__ import annotations
