@@ -5,8 +5,10 @@ On a CPU machine with CUDA libraries but no driver, TensorFlow logs at ERROR lev
 platforms with AVX-512` even on CPUs that have AVX-512 (for any integer op its layout pass looks
 at: here the int64 row-splits arithmetic of tensorflow_text's `combine_segments` in the
 preprocess model, a few values per batch, which Eigen runs as it always would). Neither is a
-failure, but both read like one. TF_CPP_MIN_LOG_LEVEL=3 would hide them, and every real error
-with them.
+failure, but both read like one. Nor are the notices that TFLite's converter and interpreter
+print during `export --tflite` and `predict --runtime tflite`: options it ignores, an MLIR pass
+it skips, the XNNPACK delegate it creates, and absl's line about logging before its
+initialization. TF_CPP_MIN_LOG_LEVEL=3 would hide them all, and every real error with them.
 
 So `albert-tf` runs each command with file descriptor 2 (where the C++ logs, Python and child
 processes write) fed through a pipe, and a thread copies everything on except complete C++ log
@@ -35,13 +37,25 @@ NOISE = re.compile(
     rb"|Unable to register cu(DNN|FFT|BLAS) factory"
     rb"|TF-TRT Warning: Could not find TensorRT"
     rb"|oneDNN supports DT_\w+ only on platforms with"
+    rb"|Ignored (output_format|drop_control_dependency)\.$"
+    rb"|MLIR V1 optimization pass is not enabled$"
+)
+# Whole lines printed without a C++ log prefix, dropped as they are.
+PLAIN_NOISE = frozenset(
+    {
+        b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+        b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",
+    }
 )
 # What a partial line must look like to be held back as a possible C++ log line ("9" = a digit).
 _PREFIXES = (b"9999-99-99 99:99:99.", b"E9999 99:99:9")
 
 
 def is_noise(line: bytes) -> bool:
-    """True for one complete line that is a C++ log line carrying a NOISE message."""
+    """True for one complete line that is a C++ log line carrying a NOISE message, or one of
+    PLAIN_NOISE."""
+    if line.rstrip(b"\r\n") in PLAIN_NOISE:
+        return True
     start = LOG_START.search(line)
     return start is not None and NOISE.search(line, start.end()) is not None
 

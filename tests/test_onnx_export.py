@@ -480,3 +480,26 @@ def test_guard_sizes_empty_outputs_from_input_dimensions_or_refuses():
         np.testing.assert_array_equal(y, np.maximum(x, 0))
     with pytest.raises(ValueError, match="'depth' is no input's dimension"):
         guard_empty_batch(model(["batch", "depth"]))
+
+
+def test_quantizing_logs_no_preprocessing_advice(caplog):
+    """ONNX Runtime's quantizers advise pre-processing, on the root logger, for every file; the
+    graphs are ORT-optimized already, so the export drops that advice while it quantizes, and
+    only then."""
+    import logging
+
+    import tf_keras as keras
+
+    from albert_tf.encoder import AlbertEncoder
+    from export.onnx import optimize
+    from export.onnx.encoder import encoder_graph
+
+    config = helpers.tiny_config()
+    keras.utils.set_random_seed(3)
+    encoder = AlbertEncoder(config)
+    encoder(helpers.make_inputs(config, batch=1, seq=8), training=False)
+    fused = optimize.fuse(encoder_graph(encoder), config.num_attention_heads, config.hidden_size)
+    with caplog.at_level(logging.WARNING):
+        optimize.quantize_dynamic_int8(fused)
+        logging.warning("Please consider: logged after quantizing")
+    assert [r.getMessage() for r in caplog.records] == ["Please consider: logged after quantizing"]

@@ -30,11 +30,22 @@ REAL_ERROR = (
     b"2026-11-25 10:50:17.000001: E tensorflow/core/framework/op_kernel.cc:1830] OP_REQUIRES "
     b"failed at save_restore_v2_ops.cc:230 : DATA_LOSS: file is too short\n"
 )
+# TFLite's converter and interpreter, during `export --tflite` (absl's format and plain lines).
+TFLITE_NOTICES = (
+    b"W0000 00:00:1795652678.052906   19400 tf_tfl_flatbuffer_helpers.cc:364] Ignored "
+    b"output_format.\n",
+    b"W0000 00:00:1795652678.052948   19400 tf_tfl_flatbuffer_helpers.cc:367] Ignored "
+    b"drop_control_dependency.\n",
+    b"I0000 00:00:1795652678.074871   19400 mlir_graph_optimization_pass.cc:437] MLIR V1 "
+    b"optimization pass is not enabled\n",
+    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
+    b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n",
+)
 # Any line naming a CUDA, cuInit or oneDNN-capability notice: none may reach the user.
 NOTICE = ("cuInit", "CUDA error", "oneDNN supports", "cuda drivers")
 
 
-@pytest.mark.parametrize("line", [CUINIT, INT64, ABSL_CUDNN])
+@pytest.mark.parametrize("line", [CUINIT, INT64, ABSL_CUDNN, *TFLITE_NOTICES])
 def test_startup_notices_are_noise(line):
     assert is_noise(line)
 
@@ -46,6 +57,9 @@ def test_startup_notices_are_noise(line):
         b"Traceback (most recent call last):\n",
         b"albert-tf convert: error: failed call to cuInit is not a C++ log line here\n",
         b"pretrain: 100%|##########| 10/10 [00:01<00:00]\n",
+        b"W0000 00:00:1795652678.052906   19400 tf_tfl_flatbuffer_helpers.cc:364] Ignored "
+        b"output_format. And then it failed\n",
+        b"WARNING: the export failed: INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n",
     ],
 )
 def test_other_lines_are_not(line):

@@ -156,13 +156,29 @@ def split_for_cpu_kernels(model: onnx.ModelProto, hidden_size: int) -> None:
     graph.node.extend(nodes)
 
 
+class _WithoutPreprocessingAdvice(logging.Filter):
+    """Drops ONNX Runtime's quantizers' advice, logged on the root logger at WARNING for every
+    file, to run its model pre-processing (shape inference, graph optimization) first: the
+    graphs here come out of ORT's transformer optimizer (`fuse`), and the advice reads like a
+    fault to someone running `albert-tf export`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Please consider")
+
+
 def _through_files(model: onnx.ModelProto, quantize: Callable[[str, str], None]) -> onnx.ModelProto:
     """`quantize(source_path, target_path)` on `model` (ONNX Runtime's quantizers read and
     write files); the result with equal initializers shared."""
+    advice = _WithoutPreprocessingAdvice()
+    root = logging.getLogger()
     with tempfile.TemporaryDirectory() as work:
         source, target = os.path.join(work, "source.onnx"), os.path.join(work, "target.onnx")
         onnx.save(model, source)
-        quantize(source, target)
+        root.addFilter(advice)
+        try:
+            quantize(source, target)
+        finally:
+            root.removeFilter(advice)
         quantized = onnx.load(target)
     share_equal_initializers(quantized)
     return quantized
