@@ -411,6 +411,7 @@ def test_classifier_equals_serving(tmp_path, pair, fixtures_dir):
         np.testing.assert_allclose(got["probabilities"], want["probabilities"].numpy(), atol=atol)
     report = json.loads((model / "onnx" / "report.json").read_text())
     assert report["against_serving"]["classifier.onnx"]["probabilities_max_abs_diff"] < 1e-4
+    assert report["serving_dtype"] == "float32"
     assert report["inputs"] == (["text", "text_pair"] if pair else ["text"])
 
 

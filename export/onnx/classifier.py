@@ -198,6 +198,9 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
         "fused_ops": {
             op: n for op, n in optimize.op_counts(fused).items() if op in optimize.FUSED_OPS
         },
+        # What serving/ computes in (fine-tuning's resolved --dtype); the ONNX files compute
+        # in float32 (and int8), so a bfloat16 model's float32 file differs by bfloat16 rounding.
+        "serving_dtype": finetuned.metadata.get("dtype", "float32"),
         "against_serving": agreement,
     }
     return write_onnx_dir(finetuned_dir / ONNX_DIR, files, report)
