@@ -64,17 +64,20 @@ def _inference_step(encoder: Callable, inputs: dict[str, tf.Tensor]) -> Step:
     return step
 
 
-def _train_step(
-    forward: Callable, variables: list[tf.Variable], batch: dict[str, tf.Tensor]
-) -> Step:
-    """Adam on the original ALBERT pretraining loss (weighted MLM mean + SOP mean)."""
+def train_function(
+    forward: Callable, variables: list[tf.Variable], jit_compile: bool = False
+) -> tf.types.experimental.PolymorphicFunction:
+    """The train case's step as a `tf.function(batch) -> loss`: Adam (learning rate 1e-4) on the
+    original ALBERT pretraining loss (weighted MLM mean + SOP mean). `forward(batch)` returns
+    `(mlm_logits, sop_logits)`; `jit_compile` compiles the step with XLA (the GPU export,
+    benchmarks/gpu/)."""
     import tf_keras as keras
 
     from albert_tf.pretraining.losses import pretraining_sums, replica_loss
 
     optimizer = keras.optimizers.Adam(learning_rate=1e-4)
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, jit_compile=jit_compile)
     def train(batch):
         with tf.GradientTape() as tape:
             mlm_logits, sop_logits = forward(batch)
@@ -83,6 +86,14 @@ def _train_step(
         grads = tape.gradient(loss, variables)
         optimizer.apply_gradients(zip(grads, variables, strict=True))
         return loss
+
+    return train
+
+
+def _train_step(
+    forward: Callable, variables: list[tf.Variable], batch: dict[str, tf.Tensor]
+) -> Step:
+    train = train_function(forward, variables)
 
     def step():
         return train(batch).numpy()
@@ -93,19 +104,25 @@ def _train_step(
 # === albert-tf ===
 
 
+def ours_train_forward(config: AlbertConfig) -> tuple[Callable, list[tf.Variable]]:
+    """`(forward, variables)` of our train case: `AlbertPretrainingModel` under the current dtype
+    policy, `forward(batch) -> (mlm_logits, sop_logits)` in training mode."""
+    from albert_tf.models import AlbertPretrainingModel
+
+    model = AlbertPretrainingModel(config)
+
+    def forward(batch):
+        out = model(batch, training=True)
+        return out["mlm_logits"], out["sop_logits"]
+
+    return forward, model.trainable_variables
+
+
 def build_ours(config: AlbertConfig, dtype: str, case: str, shape: Shape) -> tuple[Step, str]:
     _set_tf_keras_policy(dtype)
     note = "tf_keras mixed_bfloat16 policy" if dtype == "bfloat16" else ""
     if case == "train":
-        from albert_tf.models import AlbertPretrainingModel
-
-        model = AlbertPretrainingModel(config)
-
-        def forward(batch):
-            out = model(batch, training=True)
-            return out["mlm_logits"], out["sop_logits"]
-
-        variables = model.trainable_variables
+        forward, variables = ours_train_forward(config)
         return _train_step(forward, variables, _tensors(config, shape, TRAIN_KEYS)), note
     from albert_tf.encoder import AlbertEncoder
     from albert_tf.layers.fused import fused_cpu_inference

@@ -32,7 +32,13 @@ def onednn_in_use() -> bool:
 def hf_config(config: AlbertConfig):
     import transformers
 
-    return transformers.AlbertConfig(
+    return transformers.AlbertConfig(**hf_config_kwargs(config))
+
+
+def hf_config_kwargs(config: AlbertConfig) -> dict:
+    """`transformers.AlbertConfig`'s arguments for `config` (also written into the GPU export's
+    manifest, benchmarks/gpu/, for a machine without albert_tf)."""
+    return dict(
         vocab_size=config.vocab_size,
         embedding_size=config.embedding_size,
         hidden_size=config.hidden_size,
