@@ -87,7 +87,7 @@ def test_export_variant_matches_the_graph_step(tmp_path):
     json.dumps(entry)  # the manifest entry is plain JSON
 
 
-def test_summarize_mfu_over_the_best_matmul_of_the_same_precision():
+def test_summary_mfu_over_the_best_matmul_of_the_same_precision_and_table():
     manifest = {
         "matmul": {"m": 2, "k": 3, "n": 4},  # 48 FLOPs a call
         "train_step_flops": 2400.0,
@@ -101,6 +101,17 @@ def test_summarize_mfu_over_the_best_matmul_of_the_same_precision():
         {"system": "hf", "precision": "bfloat16", "status": "ok", "median_s": 2.0},
         {"system": "hf", "precision": "tf32", "status": "skipped", "reason": "time budget"},
     ]
+    for r in records[1:5]:
+        r.update(best_s=r.get("median_s", 0.05), first_step_s=1.0)
+    records[3].update(
+        compiler="XLA",
+        compile_s=2.0,
+        peak_memory_bytes=3 * 2**29,
+        losses=[1.0, 2.0],
+        reference_losses=[1.0, 2.0],
+        loss_rel_error=0.0,
+        loss_check="pass",
+    )
     arms = runner.summarize(records, manifest)
     assert [a["system"] for a in arms] == ["jax_matmul", "torch_matmul", "ours", "hf", "hf"]
     assert arms[1]["flops_per_s"] == pytest.approx(48_000.0)
@@ -108,3 +119,7 @@ def test_summarize_mfu_over_the_best_matmul_of_the_same_precision():
     assert arms[2]["mfu"] == pytest.approx(4800.0 / 48_000.0)
     assert "mfu" not in arms[3]  # no bfloat16 matmul measured
     assert "examples_per_s" not in arms[4]
+    text = runner.table(arms)
+    assert "| ours | float32 | XLA | 32.0 | 500.000, 500.000 | 0.0 | 10% | 3.0 | 1.50 |" in text
+    assert "| hf | tf32 | - | skipped: time budget |" in text
+    assert "ours float32: first losses [1.0, 2.0]" in text

@@ -62,6 +62,7 @@ SETUP_S = {"matmul": 5, "ours": 45, "hf_eager": 15, "hf_compile": 100}
 LOSS_RTOL = {"float32": 1e-4, "tf32": 5e-3, "bfloat16": 2e-2}
 # Calls per timed matmul step: one call is too short to time alone on a GPU.
 MATMUL_CALLS = 50
+MATMUL_SECONDS = 1.0
 # Share of the budget the jax worker may use; the torch worker has the rest.
 JAX_SHARE = 0.4
 KILL_GRACE_S = 20
@@ -87,7 +88,8 @@ class Arms:
 
     def run(self, kind: str, record: dict, measure: Callable[[], dict]) -> None:
         label = f"{record['system']} {record['precision']} {record.get('compiler', '')}".strip()
-        if time.time() + SETUP_S[kind] + self.seconds > self.deadline:
+        timed = MATMUL_SECONDS if kind == "matmul" else self.seconds
+        if time.time() + SETUP_S[kind] + timed > self.deadline:
             record.update(status="skipped", reason="time budget")
             log(f"[skip] {label}: time budget")
         else:
@@ -99,16 +101,19 @@ class Arms:
                 log(f"[fail] {label}: {record['reason']}")
         self.write(record)
 
-    def time_steps(self, step: Callable[[], object], warmup: int) -> dict:
-        """Wall time of each step after `warmup` untimed ones; the first warm-up step's time is
-        reported as `first_step_s` (it includes compilation)."""
+    def time_steps(
+        self, step: Callable[[], object], warmup: int, seconds: float | None = None
+    ) -> dict:
+        """Wall time of each step after `warmup` untimed ones, for `seconds` (default: the
+        arms' `--seconds`); the first warm-up step's time is reported as `first_step_s` (it
+        includes compilation)."""
         start = time.perf_counter()
         step()
         first = time.perf_counter() - start
         for _ in range(warmup - 1 if not self.tiny else 0):
             step()
         times = []
-        end = time.perf_counter() + self.seconds
+        end = time.perf_counter() + (self.seconds if seconds is None else seconds)
         while len(times) < (2 if self.tiny else 5) or (
             not self.tiny and time.perf_counter() < end and len(times) < 500
         ):
@@ -161,6 +166,8 @@ def jax_worker(args: argparse.Namespace, arms: Arms) -> None:
             "device": f"{device.platform}: {device.device_kind}",
         }
     )
+    if device.platform != "gpu" and not args.tiny:
+        raise SystemExit(f"jax sees no GPU (its first device: {device}); only --tiny runs on CPU")
     backend = jax.extend.backend.get_backend(device.platform)
 
     a, b = matmul_operands(manifest)
@@ -176,7 +183,7 @@ def jax_worker(args: argparse.Namespace, arms: Arms) -> None:
             out.block_until_ready()
 
         def measure(step=step):
-            timing = arms.time_steps(step, warmup=3)
+            timing = arms.time_steps(step, warmup=3, seconds=MATMUL_SECONDS)
             timing["per_call_s"] = timing["median_s"] / MATMUL_CALLS
             return timing
 
@@ -269,6 +276,8 @@ def torch_worker(args: argparse.Namespace, arms: Arms) -> None:
 
     manifest, batch, _ = load_artifacts(Path(args.artifacts))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type != "cuda" and not args.tiny:
+        raise SystemExit("torch sees no GPU; only --tiny runs on CPU")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     arms.write(
         {
@@ -308,7 +317,7 @@ def torch_worker(args: argparse.Namespace, arms: Arms) -> None:
 
         def measure(step=step, precision=precision):
             reset(precision)
-            timing = arms.time_steps(step, warmup=3)
+            timing = arms.time_steps(step, warmup=3, seconds=MATMUL_SECONDS)
             timing["per_call_s"] = timing["median_s"] / MATMUL_CALLS
             return timing
 
@@ -459,23 +468,32 @@ def summarize(records: list[dict], manifest: dict) -> list[dict]:
 
 
 def table(arms: list[dict]) -> str:
-    head = "| system | precision | compiler | examples/s | ms/step (median, best) | TFLOP/s | MFU |"
-    lines = [head, "|" + "---|" * 7]
+    """Markdown: one row per arm (matmuls: ms per call, ours and HF: ms per step), then the loss
+    checks of ours."""
+    lines = [
+        "| system | precision | compiler | examples/s | ms (median, best) | TFLOP/s | MFU "
+        "| compile + 1st step, s | peak GiB |",
+        "|" + "---|" * 9,
+    ]
     for r in arms:
         compiler = r.get("compiler", "-")
         if r["status"] != "ok":
             reason = r.get("reason", "")
             lines.append(
-                f"| {r['system']} | {r['precision']} | {compiler} | {r['status']}: {reason} |||"
+                f"| {r['system']} | {r['precision']} | {compiler} | {r['status']}: {reason} |||||"
             )
             continue
         timed = r["per_call_s"] if "per_call_s" in r else r["median_s"]
         best = r["best_s"] / MATMUL_CALLS if "per_call_s" in r else r["best_s"]
         eps = f"{r['examples_per_s']:.1f}" if "examples_per_s" in r else "-"
         mfu = f"{100 * r['mfu']:.0f}%" if "mfu" in r else "-"
+        first = f"{r.get('compile_s', 0.0) + r['first_step_s']:.1f}"
+        peak = r.get("peak_memory_bytes")
+        peak = f"{peak / 2**30:.2f}" if peak else "-"
         lines.append(
             f"| {r['system']} | {r['precision']} | {compiler} | {eps} | "
-            f"{1e3 * timed:.3f}, {1e3 * best:.3f} | {r['flops_per_s'] / 1e12:.1f} | {mfu} |"
+            f"{1e3 * timed:.3f}, {1e3 * best:.3f} | {r['flops_per_s'] / 1e12:.1f} | {mfu} "
+            f"| {first} | {peak} |"
         )
     checks = [
         f"ours {r['precision']}: first losses {r['losses']} vs TensorFlow CPU XLA "
