@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parent.parent.parent  # docs/scripts/ -> the repository
 TARGET = REPO / "docs" / "reference" / "cli.md"
 HEADER = """# Command line
 

@@ -15,7 +15,7 @@ import statistics
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parent.parent.parent  # docs/scripts/ -> the repository
 OUTPUT = REPO / "docs" / "assets" / "charts"
 OURS, PEER = "#3f51b5", "#9e9e9e"  # the site's indigo; a peer in grey
 PEERS = ("#9e9e9e", "#e0a458", "#6aa6a0")  # several peers, told apart

@@ -20,7 +20,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parent.parent.parent  # docs/scripts/ -> the repository
 # name -> page path on the site: the home page, a guide and an API page.
 PAGES = {
     "home": "",
