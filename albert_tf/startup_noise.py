@@ -1,4 +1,4 @@
-"""Keeps TensorFlow's C++ start-up notices about CUDA and oneDNN off the user's terminal.
+"""Keeps start-up notices (TensorFlow's about CUDA and oneDNN, TFLite's, Beam's) off the terminal.
 
 On a CPU machine with CUDA libraries but no driver, TensorFlow logs at ERROR level
 `failed call to cuInit: INTERNAL: CUDA error`, and oneDNN logs `oneDNN supports DT_INT64 only on
@@ -8,7 +8,10 @@ preprocess model, a few values per batch, which Eigen runs as it always would). 
 failure, but both read like one. Nor are the notices that TFLite's converter and interpreter
 print during `export --tflite` and `predict --runtime tflite`: options it ignores, an MLIR pass
 it skips, the XNNPACK delegate it creates, and absl's line about logging before its
-initialization. TF_CPP_MIN_LOG_LEVEL=3 would hide them all, and every real error with them.
+initialization. Nor are the two lines Apache Beam logs while it is imported by
+`--runner beam` without its GCP extra (no GCS file system, no BigQuery client): neither is used
+on the DirectRunner. TF_CPP_MIN_LOG_LEVEL=3 would hide the C++ notices, and every real error with
+them.
 
 So `albert-tf` runs each command with file descriptor 2 (where the C++ logs, Python and child
 processes write) fed through a pipe, and a thread copies everything on except complete C++ log
@@ -47,14 +50,24 @@ PLAIN_NOISE = frozenset(
         b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",
     }
 )
+# Whole lines Apache Beam logs through Python's logging when imported without apache-beam[gcp]
+# (with or without the logger's prefix: that depends on whether logging was configured before).
+# Only the GCS message carries a variable part, the ImportError that Beam caught.
+PYTHON_NOISE = re.compile(
+    rb"(WARNING:apache_beam\.io\.filesystems:)?Failed to import GCSFileSystem; loading of this "
+    rb"filesystem will be skipped\. Error details: [^\n]*"
+    rb"|(WARNING:root:)?apitools not found, and bigquery client libraries are not available "
+    rb"despite the import not raising an ImportError\."
+)
 # What a partial line must look like to be held back as a possible C++ log line ("9" = a digit).
 _PREFIXES = (b"9999-99-99 99:99:99.", b"E9999 99:99:9")
 
 
 def is_noise(line: bytes) -> bool:
-    """True for one complete line that is a C++ log line carrying a NOISE message, or one of
-    PLAIN_NOISE."""
-    if line.rstrip(b"\r\n") in PLAIN_NOISE:
+    """True for one complete line that is a C++ log line carrying a NOISE message, one of
+    PLAIN_NOISE, or a whole PYTHON_NOISE line."""
+    bare = line.rstrip(b"\r\n")
+    if bare in PLAIN_NOISE or PYTHON_NOISE.fullmatch(bare):
         return True
     start = LOG_START.search(line)
     return start is not None and NOISE.search(line, start.end()) is not None

@@ -24,7 +24,7 @@ Tomatoes sentences are split between training and dev documents (none is in both
 Resumable: every (task, seed, run) writes its own small JSON under
 experiments/results/long_documents/ as it finishes, and a rerun skips those; `--report` (also
 run at the end) writes experiments/results/long_documents.json with mean ± standard error over
-seeds and prints the README's table.
+seeds and prints the table of docs/guides/long-documents.md.
 
     python experiments/long_documents.py                 # 3 seeds, 4 tasks, 13 runs a seed
     python experiments/long_documents.py --report        # the table from what has finished

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import quickstart_eval as qe
-from albert_tf.quickstart_curves import plot_curves
-from albert_tf.quickstart_demos import BLANKS, DemoFigures, blank_rows, rank_of, run_demos
-from albert_tf.quickstart_report import print_demo_margins, print_scores
+from albert_tf.quickstart import evaluation as qe
+from albert_tf.quickstart.curves import plot_curves
+from albert_tf.quickstart.demos import BLANKS, DemoFigures, blank_rows, rank_of, run_demos
+from albert_tf.quickstart.report import print_demo_margins, print_scores
 from tests import helpers
 from tests.conftest import FIXTURES
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -41,11 +42,21 @@ TFLITE_NOTICES = (
     b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
     b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n",
 )
+# Apache Beam's import-time lines without apache-beam[gcp] (`--runner beam`), as Python's logging
+# prints them before and after the root logger gets a handler.
+BEAM_NOTICES = (
+    b"Failed to import GCSFileSystem; loading of this filesystem will be skipped. Error details: "
+    b"cannot import name 'storage' from 'google.cloud' (unknown location)\n",
+    b"WARNING:apache_beam.io.filesystems:Failed to import GCSFileSystem; loading of this "
+    b"filesystem will be skipped. Error details: No module named 'google.cloud.storage'\n",
+    b"WARNING:root:apitools not found, and bigquery client libraries are not available despite "
+    b"the import not raising an ImportError.\n",
+)
 # Any line naming a CUDA, cuInit or oneDNN-capability notice: none may reach the user.
 NOTICE = ("cuInit", "CUDA error", "oneDNN supports", "cuda drivers")
 
 
-@pytest.mark.parametrize("line", [CUINIT, INT64, ABSL_CUDNN, *TFLITE_NOTICES])
+@pytest.mark.parametrize("line", [CUINIT, INT64, ABSL_CUDNN, *TFLITE_NOTICES, *BEAM_NOTICES])
 def test_startup_notices_are_noise(line):
     assert is_noise(line)
 
@@ -60,6 +71,9 @@ def test_startup_notices_are_noise(line):
         b"W0000 00:00:1795652678.052906   19400 tf_tfl_flatbuffer_helpers.cc:364] Ignored "
         b"output_format. And then it failed\n",
         b"WARNING: the export failed: INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n",
+        b"ERROR:root:Failed to import GCSFileSystem; loading of this filesystem will be skipped. "
+        b"Error details: x\n",
+        b"WARNING:root:apitools not found, and bigquery client libraries are not available.\n",
     ],
 )
 def test_other_lines_are_not(line):
@@ -135,3 +149,23 @@ def test_commands_print_no_startup_notice_but_real_errors(tmp_path):
     assert verbose.returncode == 0, verbose.stderr
     # --verbose shows TensorFlow's C++ log, its INFO lines included.
     assert "tensorflow/core" in verbose.stderr
+
+
+def test_beam_runner_bad_input_prints_one_line(tmp_path):
+    """`create-pretraining-data --runner beam` imports Beam before it reads its input: Beam's two
+    import-time lines stay off stderr, so a missing corpus is one line; --verbose shows them."""
+    args = ["create-pretraining-data", "--runner", "beam", "--input", str(tmp_path / "none.txt")]
+    args += ["--sp-model", str(FIXTURES / "tokenizer" / "spm.model")]
+    args += ["--output", str(tmp_path / "out")]
+    done = _cli(*args)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"albert-tf create-pretraining-data: error: no input file matches '{tmp_path}/none.txt'"
+    ]
+    verbose = _cli(*args, "--verbose")
+    assert verbose.returncode == 2
+    *notices, last = verbose.stderr.splitlines()
+    assert last == done.stderr.strip()
+    assert all(is_noise(line.encode()) for line in notices)
+    if importlib.util.find_spec("apitools") is None:  # without apache-beam[gcp], as in CI
+        assert len(notices) == 2

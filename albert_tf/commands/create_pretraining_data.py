@@ -43,9 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=min(4, os.cpu_count() or 1),
-        help="worker processes, or DirectRunner workers with --runner beam (the output does "
-        "not depend on it)",
+        help="worker processes, or DirectRunner workers with --runner beam (default: the CPU "
+        "count, at most 4; the output does not depend on it)",
     )
     parser.add_argument(
         "--runner",
@@ -90,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         ngram=args.ngram,
         seed=args.seed,
         num_shards=args.num_shards,
-        num_workers=args.workers,
+        num_workers=min(4, os.cpu_count() or 1) if args.workers is None else args.workers,
         do_lower_case=not args.no_lower_case,
         overwrite=args.overwrite,
         mask=not args.no_mask,

@@ -28,7 +28,7 @@ WINDOWED_TASKS = ("classify", "regress", "tag")
 QUOTINGS = ("auto", "csv", "none")  # TSV/CSV quoting (see data.read_text_file)
 WINDOW_POOLINGS = ("mean", "max")
 WINDOW_PLACEMENTS = ("head", "spread", "head-tail")  # the formulas: windows.window_starts
-# Chosen by experiments/long_documents.py (README, "Long documents"): at equal K it matched
+# Chosen by experiments/long_documents.py (docs/guides/long-documents.md): at equal K it matched
 # windows over every token where the evidence comes last, and cost nothing where it does not.
 DEFAULT_WINDOW_PLACEMENT = "spread"
 # Flag -> field where the two names differ (the flag's value is used as is unless inverted).

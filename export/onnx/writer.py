@@ -1,6 +1,6 @@
 """`export_onnx`: a checkpoint directory -> `onnx/` beside the TF-Hub modules, with its report.
 
-Files (see the README's "Serving" section for running them):
+Files (docs/guides/serving.md shows how to run them):
 
 - `encoder.onnx`: float32, standard ONNX operators only (opset 17), the Hub contract's names;
 - `encoder_int8.onnx`: ONNX Runtime's fusions, then dynamic int8 quantization (an empty batch

@@ -242,7 +242,8 @@ def create_pretraining_data(
       sp_model_path: the SentencePiece model (ALBERT special pieces required).
       output_dir: the directory to create.
       dupe_factor: how many times each document is used, with different masks and pairs.
-      num_shards: number of output files; num_workers: tokenizing/masking processes.
+      num_shards: number of output files.
+      num_workers: tokenizing/masking processes.
       shuffle_buffer: records held for shuffling, shared among the shards.
       sentence_task: "sop" (ALBERT's sentence order, `[CLS] A [SEP] B [SEP]`, label 1 =
         swapped), "nsp" (BERT's next sentence, label 1 = B is random text from another
@@ -253,7 +254,8 @@ def create_pretraining_data(
         model and output may then be on any Beam filesystem, gs:// included).
       pipeline_args: Beam pipeline options (runner "beam"); without a `--runner` among them,
         the DirectRunner with `num_workers` processes.
-      Others as the original create_pretraining_data.py.
+
+    The other arguments are those of the original create_pretraining_data.py.
 
     Returns the statistics dict also stored under "statistics" in metadata.json.
 

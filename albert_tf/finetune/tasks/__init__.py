@@ -11,6 +11,7 @@ import importlib
 
 from albert_tf.finetune.settings import TASK_NAMES, FinetuneSettings
 from albert_tf.finetune.tasks.base import Task, TaskData
+from albert_tf.lazy import lazy_exports
 
 # task name (settings.TASK_NAMES, in this order) -> "module:class" under albert_tf.finetune.tasks
 REGISTRY = {
@@ -21,7 +22,11 @@ REGISTRY = {
     "tag": "tag:Tag",
 }
 
-__all__ = ["REGISTRY", "TASK_NAMES", "Task", "TaskData", "get_task"]
+# The task classes, importable from here too (each imports its module on first use).
+_LAZY = {path.split(":")[1]: f"{__name__}.{path.split(':')[0]}" for path in REGISTRY.values()}
+
+__all__ = ["REGISTRY", "TASK_NAMES", "Task", "TaskData", "get_task", *_LAZY]
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 def get_task(settings: FinetuneSettings) -> Task:

@@ -2,8 +2,8 @@
 
 corpus -> SentencePiece vocabulary -> pretraining data (training and held out) -> pretrain the
 `tiny` preset for a fixed wall time, evaluating on the held-out data as it goes -> export TF-Hub
-encoder + preprocess modules -> held-out figures beside their baselines (quickstart_eval) ->
-demos, trained beside random init (quickstart_demos) -> curves.png (quickstart_curves) -> load
+encoder + preprocess modules -> held-out figures beside their baselines (evaluation.py) ->
+demos, trained beside random init (demos.py) -> curves.png (curves.py) -> load
 the modules with hub.KerasLayer, here and in a new Python process.
 
 Everything lands in one output directory, built atomically (a temporary sibling renamed into
@@ -32,8 +32,8 @@ from pathlib import Path
 from albert_tf.environment import check_tensorflow_hub
 from albert_tf.errors import ConfigError
 from albert_tf.io_utils import atomic_dir, atomic_file, check_can_create, check_output_path
-from albert_tf.quickstart_reload import finish_new_process, hub_pooled_output, start_new_process
-from albert_tf.quickstart_report import print_demo_margins, print_next_steps, print_scores
+from albert_tf.quickstart.reload import finish_new_process, hub_pooled_output, start_new_process
+from albert_tf.quickstart.report import print_demo_margins, print_next_steps, print_scores
 
 DEFAULT_OUT = "albert_quickstart"
 DEFAULT_MINUTES = 4.0  # pretraining wall time; the whole quickstart takes 3-6 min on 2 cores
@@ -159,7 +159,7 @@ def run_quickstart(
     reload = start_new_process(target / "hub", RELOAD_SENTENCE)
     try:
         steps.start("Held-out figures beside their baselines")
-        from albert_tf import quickstart_eval as qe
+        from albert_tf.quickstart import evaluation as qe
 
         heldout = qe.read_examples(str(target / "heldout_data" / "*.tfrecord"), config)
         training = qe.read_examples(str(target / "data" / "*.tfrecord"), config)
@@ -179,14 +179,14 @@ def run_quickstart(
         steps.done(f"{heldout.masked} masked tokens in {heldout.size} held-out sentence pairs")
 
         steps.start("Demos: trained beside random init")
-        from albert_tf.quickstart_demos import run_demos
+        from albert_tf.quickstart.demos import run_demos
         from preprocess.tokenizer import AlbertTokenizer
 
         tokenizer = AlbertTokenizer(target / sp_model.name)
         special = {k: tokenizer.convert_tokens_to_ids([t])[0] for k, t in _SPECIAL.items()}
         demos = run_demos(models, tokenizer, counts, special, log)
         print_demo_margins(demos, log)
-        from albert_tf.quickstart_curves import plot_curves
+        from albert_tf.quickstart.curves import plot_curves
 
         curves = plot_curves(
             history.train_history,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from albert_tf.quickstart_eval import RARE_RANK, frequency_order
+from albert_tf.quickstart.evaluation import RARE_RANK, frequency_order
 
 # Sentences of the corpus's domain (not taken from it), with the word the demo masks.
 BLANKS = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from albert_tf.quickstart_eval import RARE_RANK
+from albert_tf.quickstart.evaluation import RARE_RANK
 
 _ROWS = (("MLM top-1", "mlm_top1"), ("MLM top-5", "mlm_top5"), ("top-5, rare answers", "rare_top5"))
 
