@@ -23,6 +23,8 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from preprocess.normalize import code_points
 from preprocess.tokenizer import is_digit_comma_piece
 
@@ -115,6 +117,6 @@ def preset_tokenizer(preset_dir: str | os.PathLike) -> Callable[[str], list[int]
     tokenizer = import_keras_hub().models.AlbertTokenizer.from_preset(str(preset_dir))
 
     def encode(text: str) -> list[int]:
-        return [int(i) for i in tokenizer(text).numpy().tolist()]
+        return [int(i) for i in np.asarray(tokenizer(text)).tolist()]
 
     return encode
