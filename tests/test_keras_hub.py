@@ -328,3 +328,24 @@ def test_unshared_layers_and_equal_widths_travel(tmp_path):
     np.testing.assert_allclose(
         back.encoder(inputs, training=False)["sequence_output"], want["sequence_output"], atol=1e-5
     )
+
+
+# === The commands ===
+
+
+def test_commands_print_what_travelled(classifier, tiny, tmp_path, capsys):
+    """`export --finetuned DIR --keras-hub` rewrites DIR/keras_hub and prints its agreement and
+    the tokenizer's exceptions; `convert --keras-hub-preset` writes our checkpoint."""
+    assert main(["export", "--finetuned", str(classifier["model"]), "--keras-hub"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"wrote {classifier['model']}/keras_hub"
+    assert lines[1].startswith("  AlbertTextClassifier: largest difference from ours")
+    assert "digit and a comma" in lines[2]
+    assert (
+        main(
+            ["convert", "--keras-hub-preset", str(tiny["preset"]), "--output", str(tmp_path / "c")]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'c'}\n"
+    assert load_checkpoint_dir(tmp_path / "c").mlm_head is not None
