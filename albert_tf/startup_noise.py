@@ -8,7 +8,7 @@ preprocess model, a few values per batch, which Eigen runs as it always would). 
 failure, but both read like one. Nor are the notices that TFLite's converter and interpreter
 print during `export --tflite` and `predict --runtime tflite`: options it ignores, an MLIR pass
 it skips, the XNNPACK delegate it creates, and absl's line about logging before its
-initialization. TF_CPP_MIN_LOG_LEVEL=3 would hide them all, and every real error with them.
+initialization; nor SentencePiece's two lines about the normalizer `export --keras-hub` compiles. TF_CPP_MIN_LOG_LEVEL=3 would hide them all, and every real error with them.
 
 So `albert-tf` runs each command with file descriptor 2 (where the C++ logs, Python and child
 processes write) fed through a pipe, and a thread copies everything on except complete C++ log
@@ -39,6 +39,9 @@ NOISE = re.compile(
     rb"|oneDNN supports DT_\w+ only on platforms with"
     rb"|Ignored (output_format|drop_control_dependency)\.$"
     rb"|MLIR V1 optimization pass is not enabled$"
+    # SentencePiece compiling the keras-hub tokenizer's normalizer (`export --keras-hub`)
+    rb"|Loading CharsMap of size=\d+$"
+    rb"|Generated normalizer blob\. size=\d+$"
 )
 # Whole lines printed without a C++ log prefix, dropped as they are.
 PLAIN_NOISE = frozenset(
