@@ -45,12 +45,18 @@ SOP_NOTE = "the sentence-order head stays behind: keras-hub has no ALBERT SOP he
 Outputs = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 
 
-def our_arrays(variables: list[Any], prefix: str = "") -> dict[str, np.ndarray]:
-    """Variables (tf_keras) as arrays keyed by name without `:0`, after `prefix` is removed."""
-    return {v.name.removesuffix(":0").removeprefix(prefix): v.numpy() for v in variables}
+def our_arrays(variables: list[Any]) -> dict[str, np.ndarray]:
+    """Variables (tf_keras) as arrays keyed by name without `:0` (the name table's keys)."""
+    return {v.name.removesuffix(":0"): v.numpy() for v in variables}
 
 
 def _keras_hub_outputs(model: Any, head: str | None, inputs: dict[str, np.ndarray]) -> dict:
+    """keras-hub `model`'s float32 outputs for our encoder inputs as numpy arrays: the
+    backbone's `sequence_output` and `pooled_output` (head None), `mlm_logits` [B, S, V] at
+    every position ("mlm"), or the classifier's `logits` ("classifier")."""
+    import keras
+
+    numpy = keras.ops.convert_to_numpy
     feed = dict(
         token_ids=inputs["input_word_ids"],
         segment_ids=inputs["input_type_ids"],
@@ -61,12 +67,10 @@ def _keras_hub_outputs(model: Any, head: str | None, inputs: dict[str, np.ndarra
             np.arange(inputs["input_word_ids"].shape[1], dtype=np.int32),
             (len(feed["token_ids"]), 1),
         )
-        return {
-            "mlm_logits": np.asarray(model({**feed, "mask_positions": positions}, training=False))
-        }
+        return {"mlm_logits": numpy(model({**feed, "mask_positions": positions}, training=False))}
     if head == "classifier":
-        return {"logits": np.asarray(model(feed, training=False))}
-    return {k: np.asarray(v) for k, v in model(feed, training=False).items()}
+        return {"logits": numpy(model(feed, training=False))}
+    return {k: numpy(v) for k, v in model(feed, training=False).items()}
 
 
 def write_preset(

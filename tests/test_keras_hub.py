@@ -7,6 +7,8 @@ process on Keras 3's TensorFlow backend, beside our tf_keras models.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -87,9 +89,9 @@ def groups(tmp_path_factory, fixtures_dir):
 
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory):
-    """A tiny classifier fine-tuned a few steps (fixture tokenizer), exported to keras-hub."""
+    """A tiny classifier fine-tuned one step (fixture tokenizer), exported to keras-hub by
+    `albert-tf export --finetuned DIR --keras-hub` (its output kept)."""
     from albert_tf.finetune.predict import load_finetuned
-    from export.keras_hub import export_finetuned_keras_hub
 
     root = tmp_path_factory.mktemp("kh_classifier")
     rows = [
@@ -108,16 +110,21 @@ def classifier(tmp_path_factory):
         root,
         "classify",
         eval_file=None,
-        max_steps=3,
+        epochs=1,
+        max_steps=1,
         max_seq_length=16,
         export_serving=False,
         dtype="float32",
     )
-    report = export_finetuned_keras_hub(root / "model")
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert main(["export", "--finetuned", str(root / "model"), "--keras-hub"]) == 0
+    preset = root / "model" / "keras_hub"
     return dict(
         model=root / "model",
-        preset=root / "model" / "keras_hub",
-        report=report,
+        preset=preset,
+        report=json.loads((preset / "report.json").read_text()),
+        stdout=stdout.getvalue(),
         finetuned=load_finetuned(root / "model"),
     )
 
@@ -335,10 +342,9 @@ def test_unshared_layers_and_equal_widths_travel(tmp_path):
 
 
 def test_commands_print_what_travelled(classifier, tiny, tmp_path, capsys):
-    """`export --finetuned DIR --keras-hub` rewrites DIR/keras_hub and prints its agreement and
-    the tokenizer's exceptions; `convert --keras-hub-preset` writes our checkpoint."""
-    assert main(["export", "--finetuned", str(classifier["model"]), "--keras-hub"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    """`export --finetuned DIR --keras-hub` prints where it wrote, keras-hub's agreement and the
+    tokenizer's exceptions; `convert --keras-hub-preset` writes our checkpoint."""
+    lines = classifier["stdout"].splitlines()
     for notice in (
         b"I0000 00:00:1795689086.625556    9924 builder.cc:179] Loading CharsMap of size=213598\n",
         b"I0000 00:00:1795689086.735057    9924 builder.cc:245] Generated normalizer blob. "
