@@ -203,6 +203,8 @@ def write_checkpoint_preset(
         variables += checkpoint.mlm_head.variables  # the tied table again, by the same name
     if checkpoint.sop_head is not None:
         notes.append(SOP_NOTE)
+    if sp_model is None:
+        notes.append("no SentencePiece model: the preset has no tokenizer")
     arrays = our_arrays(variables)
 
     def ours(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -291,6 +292,17 @@ def test_travelling_configs_and_their_notes():
     assert check_travels(helpers.tiny_config(hidden_act="gelu_new", shared_params="none")) == []
     notes = check_travels(helpers.tiny_config(hidden_dropout_prob=0.1))
     assert len(notes) == 1 and "one dropout rate" in notes[0]
+
+
+def test_without_the_extra_one_line_exit_2(tiny, tmp_path, capsys, monkeypatch):
+    """`export --keras-hub` without keras-hub: one line naming the extra, nothing written."""
+    monkeypatch.setitem(sys.modules, "keras_hub", None)
+    output = tmp_path / "out"
+    args = ["export", "--checkpoint", str(tiny["checkpoint"]), "--output", str(output)]
+    assert main([*args, "--keras-hub"]) == 2
+    line = helpers.one_error_line(capsys.readouterr().err, "export")
+    assert 'pip install -e ".[keras-hub]"' in line
+    assert not output.exists()
 
 
 def test_refusal_is_one_line_exit_2_nothing_written(groups, fixtures_dir, tmp_path, capsys):

@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=128,
         metavar="N",
-        help="sequence length of preprocess/ outputs and of the TFLite encoders (default 128)",
+        help="sequence length of preprocess/ outputs, of the TFLite encoders and of the "
+        "keras-hub preset's preprocessor (default 128)",
     )
     parser.add_argument(
         "--tflite",
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-lower-case",
         dest="do_lower_case",
         action="store_false",
-        help="do not lowercase text in preprocess/ (for cased models)",
+        help="do not lowercase text in preprocess/ and the keras-hub tokenizer (for cased models)",
     )
     parser.add_argument(
         "--finetuned",
