@@ -248,7 +248,7 @@ class KerasHubPreset:
 
     config: AlbertConfig
     task: str  # BACKBONE, MASKED_LM or CLASSIFIER
-    arrays: dict[str, np.ndarray]  # our variable name -> value (reshaped to our shape)
+    arrays: dict[str, np.ndarray]  # our variable name -> value, in keras-hub's shape
     sp_model: Path | None  # the SentencePiece model our tokenizer should read
     sequence_length: int | None  # the task preprocessor's, when it has one
     report: dict[str, Any]  # our report.json when we wrote the preset, else {}
@@ -291,7 +291,9 @@ def read_keras_hub_preset(path: str | os.PathLike) -> KerasHubPreset:
         model = getattr(keras_hub.models, task).from_preset(str(path))
     except (OSError, ValueError) as e:
         raise CheckpointError(f"keras-hub cannot load {path}: {e}") from None
-    weights = {k: np.asarray(v.numpy()) for k, v in weights_by_path(model).items()}
+    import keras
+
+    weights = {k: keras.ops.convert_to_numpy(v) for k, v in weights_by_path(model).items()}
     head = {MASKED_LM: "mlm", CLASSIFIER: "classifier"}.get(task)
     arrays = _our_arrays(config, head, weights, path)
     report = _json(path / REPORT_FILE) if (path / REPORT_FILE).is_file() else {}
