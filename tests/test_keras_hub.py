@@ -81,11 +81,14 @@ def tiny(tmp_path_factory, fixtures_dir):
 def groups(tmp_path_factory, fixtures_dir):
     """albert_tf1_groups (2 groups x 2 inner groups, 6 layers) with its activation set to the
     tanh GELU keras-hub computes (the fixture's is relu), converted and exported."""
+    from export.keras_hub import write_checkpoint_preset
+
     directory = tmp_path_factory.mktemp("kh_groups")
     checkpoint = _convert_fixture(fixtures_dir, "albert_tf1_groups", directory, hidden_act="gelu")
-    bundle = export_bundle(checkpoint, directory / "out", keras_hub=True)
+    preset = directory / "preset"
+    write_checkpoint_preset(load_checkpoint_dir(checkpoint), preset, None, 16, True)
     inputs, _ = helpers.fixture_reference(fixtures_dir / "albert_tf1_groups")
-    return dict(checkpoint=checkpoint, preset=bundle.keras_hub, inputs=inputs)
+    return dict(checkpoint=checkpoint, preset=preset, inputs=inputs)
 
 
 @pytest.fixture(scope="module")
