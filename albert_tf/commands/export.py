@@ -100,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--output is required")
     check_output_path(args.output, args.overwrite)
     if args.from_hub:
-        if args.checkpoint or args.sp_model or args.tflite or args.onnx:
+        if args.checkpoint or args.sp_model or args.tflite or args.onnx or args.keras_hub:
             raise ExportError(
-                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx"
+                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx, "
+                "--keras-hub"
             )
         from export.load import hub_to_checkpoint_dir
 
