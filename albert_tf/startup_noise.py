@@ -10,8 +10,8 @@ print during `export --tflite` and `predict --runtime tflite`: options it ignore
 it skips, the XNNPACK delegate it creates, and absl's line about logging before its
 initialization. Nor are the two lines Apache Beam logs while it is imported by
 `--runner beam` without its GCP extra (no GCS file system, no BigQuery client): neither is used
-on the DirectRunner. TF_CPP_MIN_LOG_LEVEL=3 would hide the C++ notices, and every real error with
-them.
+on the DirectRunner; nor SentencePiece's two lines about the normalizer `export --keras-hub`
+compiles. TF_CPP_MIN_LOG_LEVEL=3 would hide the C++ notices, and every real error with them.
 
 So `albert-tf` runs each command with file descriptor 2 (where the C++ logs, Python and child
 processes write) fed through a pipe, and a thread copies everything on except complete C++ log
@@ -42,6 +42,9 @@ NOISE = re.compile(
     rb"|oneDNN supports DT_\w+ only on platforms with"
     rb"|Ignored (output_format|drop_control_dependency)\.$"
     rb"|MLIR V1 optimization pass is not enabled$"
+    # SentencePiece compiling the keras-hub tokenizer's normalizer (`export --keras-hub`)
+    rb"|Loading CharsMap of size=\d+$"
+    rb"|Generated normalizer blob\. size=\d+$"
 )
 # Whole lines printed without a C++ log prefix, dropped as they are.
 PLAIN_NOISE = frozenset(

@@ -22,6 +22,7 @@ ENCODER_DIR = "encoder"
 PREPROCESS_DIR = "preprocess"
 TFLITE_DIR = "tflite"
 TFLITE_REPORT = "report.json"
+KERAS_HUB_DIR = "keras_hub"
 
 
 @dataclasses.dataclass
@@ -35,6 +36,8 @@ class ExportedBundle:
     tflite_report: dict[str, Any] | None = None
     onnx: Path | None = None
     onnx_report: dict[str, Any] | None = None
+    keras_hub: Path | None = None
+    keras_hub_report: dict[str, Any] | None = None
     has_mlm: bool = False
 
 
@@ -44,6 +47,7 @@ def _check_arguments(
     seq_length: int,
     tflite: bool,
     onnx: bool = False,
+    keras_hub: bool = False,
 ) -> Path | None:
     """Every check that needs no model, before any work; returns the SentencePiece model.
 
@@ -61,6 +65,8 @@ def _check_arguments(
         raise ExportError("ONNX export needs a checkpoint directory")
     if onnx:
         import export.onnx  # noqa: F401  (InstallError naming the extra when it is missing)
+    if keras_hub and checkpoint_dir is None:
+        raise ExportError("keras-hub export needs a checkpoint directory")
     if seq_length < 1:
         raise ExportError(f"--seq-length must be positive, got {seq_length}")
     if sp_model is not None and not Path(sp_model).is_file():
@@ -70,6 +76,11 @@ def _check_arguments(
         from albert_tf.checkpoint import read_checkpoint_dir_config
 
         config = read_checkpoint_dir_config(checkpoint_dir)
+        if keras_hub:
+            from albert_tf.convert.keras_hub import check_travels, import_keras_hub
+
+            check_travels(config)  # what keras-hub cannot compute is refused before any work
+            import_keras_hub()
         if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
             sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
     if sp_model is not None:
@@ -101,6 +112,7 @@ def export_bundle(
     overwrite: bool = False,
     do_lower_case: bool = True,
     onnx: bool = False,
+    keras_hub: bool = False,
 ) -> ExportedBundle:
     """Exports TF-Hub SavedModels (and TFLite files) into `output_dir`, atomically.
 
@@ -112,13 +124,16 @@ def export_bundle(
       (sizes, `pooled_output` cosine similarity to the SavedModel), see `export.tflite`.
     - `onnx/` with `onnx`: float32 and int8 ONNX encoders, raw-string models when there is a
       SentencePiece model, and `report.json`, see `export.onnx` (needs the `onnx` extra).
+    - `keras_hub/` with `keras_hub`: a keras-hub preset (`AlbertMaskedLM` with the MLM head,
+      else `AlbertBackbone`; the tokenizer with a SentencePiece model) and its `report.json`,
+      see `export.keras_hub` (needs the `keras-hub` extra).
 
     Raises ExportError (nothing to export, SentencePiece vocabulary size != vocab_size,
     seq_length beyond max_position_embeddings), CheckpointError (missing config or checkpoint),
     TokenizerError (unusable SentencePiece model), OutputError (exists and not `overwrite`,
     unwritable). Nothing is left at `output_dir` on failure.
     """
-    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite, onnx)
+    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite, onnx, keras_hub)
     output_dir = Path(output_dir)
     check_output_path(output_dir, overwrite)
     checkpoint = None
@@ -127,7 +142,7 @@ def export_bundle(
 
         # Before the progress bar and the output: a bad checkpoint is one line and nothing else.
         checkpoint = load_checkpoint_dir(checkpoint_dir)
-    steps = (checkpoint is not None) + 1 + tflite + onnx
+    steps = (checkpoint is not None) + 1 + tflite + onnx + keras_hub
     result = ExportedBundle(output_dir)
     with (
         atomic_dir(output_dir, overwrite=overwrite) as tmp,
@@ -174,5 +189,14 @@ def export_bundle(
                 saved_model_dir=tmp / ENCODER_DIR,
             )
             result.onnx = output_dir / ONNX_DIR
+            progress.update()
+        if keras_hub:
+            from export.keras_hub import write_checkpoint_preset
+
+            progress.set_postfix_str("keras-hub preset")
+            result.keras_hub_report = write_checkpoint_preset(
+                checkpoint, tmp / KERAS_HUB_DIR, sp_model, seq_length, do_lower_case
+            )
+            result.keras_hub = output_dir / KERAS_HUB_DIR
             progress.update()
     return result

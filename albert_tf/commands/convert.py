@@ -1,10 +1,14 @@
-"""`albert-tf convert`: an original TF1 or Hugging Face ALBERT checkpoint -> our checkpoint dir."""
+"""`albert-tf convert`: an original TF1 or Hugging Face ALBERT checkpoint, or a keras-hub ALBERT
+preset -> our checkpoint dir."""
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "Convert a TF1 (google-research/albert) or Hugging Face ALBERT checkpoint."
+HELP = (
+    "Convert a TF1 (google-research/albert) or Hugging Face ALBERT checkpoint, or a keras-hub "
+    "ALBERT preset."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,13 +21,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="Hugging Face directory with config.json and model.safetensors",
     )
+    source.add_argument(
+        "--keras-hub-preset",
+        metavar="DIR",
+        help="keras-hub ALBERT preset directory (save_to_preset's layout); a classifier preset "
+        'becomes a fine-tuned model directory; needs pip install -e ".[keras-hub]"',
+    )
     parser.add_argument(
         "--config", metavar="JSON", help="albert_config.json (required with --tf1-checkpoint)"
     )
     parser.add_argument(
         "--sp-model",
         metavar="FILE",
-        help="SentencePiece model to store as spm.model (default for HF: its spiece.model)",
+        help="SentencePiece model to store as spm.model (default for HF: its spiece.model; "
+        "for keras-hub: the preset's)",
     )
     parser.add_argument("--output", required=True, metavar="DIR", help="checkpoint dir to write")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
@@ -45,6 +56,15 @@ def run(args: argparse.Namespace) -> int:
             args.output,
             sp_model=args.sp_model,
             overwrite=args.overwrite,
+        )
+    elif args.keras_hub_preset:
+        if args.config:
+            raise ConfigError("--config is read from the keras-hub preset's config.json")
+        from albert_tf.convert.keras_hub import convert_keras_hub_preset, import_keras_hub
+
+        import_keras_hub()  # a missing extra is one line before any work
+        path = convert_keras_hub_preset(
+            args.keras_hub_preset, args.output, sp_model=args.sp_model, overwrite=args.overwrite
         )
     else:
         if args.config:

@@ -1,12 +1,13 @@
-"""`albert-tf export`: TF-Hub SavedModels (encoder with .mlm, preprocessing) and TFLite files."""
+"""`albert-tf export`: TF-Hub SavedModels (encoder with .mlm, preprocessing), TFLite and ONNX
+files, keras-hub presets."""
 
 from __future__ import annotations
 
 import argparse
 
 HELP = (
-    "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite "
-    "and ONNX."
+    "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite, "
+    "ONNX and a keras-hub preset."
 )
 
 
@@ -24,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=128,
         metavar="N",
-        help="sequence length of preprocess/ outputs and of the TFLite encoders (default 128)",
+        help="sequence length of preprocess/ outputs, of the TFLite encoders and of the "
+        "keras-hub preset's preprocessor (default 128)",
     )
     parser.add_argument(
         "--tflite",
@@ -39,16 +41,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         'needs pip install -e ".[onnx]"',
     )
     parser.add_argument(
+        "--keras-hub",
+        action="store_true",
+        help="also write keras_hub/, a keras-hub preset (AlbertMaskedLM with an MLM head, else "
+        "AlbertBackbone; AlbertTokenizer with a SentencePiece model); with --finetuned, "
+        'DIR/keras_hub/ (AlbertTextClassifier); needs pip install -e ".[keras-hub]"',
+    )
+    parser.add_argument(
         "--no-lower-case",
         dest="do_lower_case",
         action="store_false",
-        help="do not lowercase text in preprocess/ (for cased models)",
+        help="do not lowercase text in preprocess/ and the keras-hub tokenizer (for cased models)",
     )
     parser.add_argument(
         "--finetuned",
         metavar="DIR",
         help="instead: with --onnx, write the raw-string classifier of a `finetune` output "
-        "to DIR/onnx/ (classifier.onnx, classifier_int8.onnx), beside DIR/serving/",
+        "to DIR/onnx/ (classifier.onnx, classifier_int8.onnx), beside DIR/serving/; with "
+        "--keras-hub, its keras-hub preset to DIR/keras_hub/",
     )
     parser.add_argument(
         "--from-hub",
@@ -67,33 +77,33 @@ def run(args: argparse.Namespace) -> int:
     from albert_tf.io_utils import check_output_path
 
     if args.finetuned:
-        if not args.onnx or args.output or args.checkpoint or args.from_hub or args.tflite:
+        extra = args.output or args.checkpoint or args.from_hub or args.tflite
+        if not (args.onnx or args.keras_hub) or extra:
             raise ExportError(
-                "--finetuned DIR takes --onnx and writes DIR/onnx/: no --output, --checkpoint, "
-                "--from-hub or --tflite"
+                "--finetuned DIR takes --onnx and/or --keras-hub and writes DIR/onnx/, "
+                "DIR/keras_hub/: no --output, --checkpoint, --from-hub or --tflite"
             )
-        from export.onnx import export_classifier_onnx
+        if args.keras_hub:
+            from albert_tf.convert.keras_hub import import_keras_hub
 
-        report = export_classifier_onnx(args.finetuned)
-        print(f"wrote {args.finetuned}/onnx: fused {report['fused_ops']}")
-        if report["serving_dtype"] != "float32":
-            print(
-                f"  serving/ computes in {report['serving_dtype']} (fine-tuned so), the ONNX "
-                "classifiers in float32 and int8: their probabilities differ by its rounding too"
-            )
-        for name, agreement in report["against_serving"].items():
-            print(
-                f"  {name}: labels equal to serving/ on {agreement['label_agreement']:.1%} of "
-                f"the probe texts, probabilities within {agreement['probabilities_max_abs_diff']:.1e}"
-            )
+            import_keras_hub()  # a missing extra is one line before any work
+        if args.onnx:
+            _export_finetuned_onnx(args.finetuned)
+        if args.keras_hub:
+            from export.keras_hub import export_finetuned_keras_hub
+
+            report = export_finetuned_keras_hub(args.finetuned)
+            print(f"wrote {args.finetuned}/keras_hub")
+            _print_keras_hub_report(report)
         return 0
     if not args.output:
         raise ExportError("--output is required")
     check_output_path(args.output, args.overwrite)
     if args.from_hub:
-        if args.checkpoint or args.sp_model or args.tflite or args.onnx:
+        if args.checkpoint or args.sp_model or args.tflite or args.onnx or args.keras_hub:
             raise ExportError(
-                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx"
+                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx, "
+                "--keras-hub"
             )
         from export.load import hub_to_checkpoint_dir
 
@@ -111,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         do_lower_case=args.do_lower_case,
         onnx=args.onnx,
+        keras_hub=args.keras_hub,
     )
     if bundle.encoder:
         mlm = "with .mlm" if bundle.has_mlm else "without .mlm (no MLM head in the checkpoint)"
@@ -135,4 +146,37 @@ def run(args: argparse.Namespace) -> int:
                 f"{accuracy['pooled_min_cosine']:.6f}, max |diff| "
                 f"{accuracy['sequence_max_abs_diff']:.2e}"
             )
+    if bundle.keras_hub_report:
+        print(f"wrote {bundle.keras_hub}")
+        _print_keras_hub_report(bundle.keras_hub_report)
     return 0
+
+
+def _export_finetuned_onnx(finetuned: str) -> None:
+    from export.onnx import export_classifier_onnx
+
+    report = export_classifier_onnx(finetuned)
+    print(f"wrote {finetuned}/onnx: fused {report['fused_ops']}")
+    if report["serving_dtype"] != "float32":
+        print(
+            f"  serving/ computes in {report['serving_dtype']} (fine-tuned so), the ONNX "
+            "classifiers in float32 and int8: their probabilities differ by its rounding too"
+        )
+    for name, agreement in report["against_serving"].items():
+        print(
+            f"  {name}: labels equal to serving/ on {agreement['label_agreement']:.1%} of "
+            f"the probe texts, probabilities within {agreement['probabilities_max_abs_diff']:.1e}"
+        )
+
+
+def _print_keras_hub_report(report: dict) -> None:
+    """One line per note, one for the outputs' agreement, one for the tokenizer."""
+    for note in report["notes"]:
+        print(f"  note: {note}")
+    differences = ", ".join(f"{k} {v:.1e}" for k, v in report["max_abs_diff"].items())
+    print(f"  {report['task']}: largest difference from ours on probe inputs: {differences}")
+    if report["tokenizer"] is not None:
+        print(
+            "  AlbertTokenizer: our ids except on "
+            + "; ".join(report["tokenizer"]["differs_from_albert_on"])
+        )
