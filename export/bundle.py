@@ -35,6 +35,8 @@ class ExportedBundle:
     tflite_report: dict[str, Any] | None = None
     onnx: Path | None = None
     onnx_report: dict[str, Any] | None = None
+    hf: Path | None = None
+    hf_architecture: str | None = None
     has_mlm: bool = False
 
 
@@ -44,6 +46,7 @@ def _check_arguments(
     seq_length: int,
     tflite: bool,
     onnx: bool = False,
+    hf: bool = False,
 ) -> Path | None:
     """Every check that needs no model, before any work; returns the SentencePiece model.
 
@@ -59,6 +62,8 @@ def _check_arguments(
         raise ExportError("TFLite export needs a checkpoint directory")
     if onnx and checkpoint_dir is None:
         raise ExportError("ONNX export needs a checkpoint directory")
+    if hf and checkpoint_dir is None:
+        raise ExportError("Hugging Face export needs a checkpoint directory")
     if onnx:
         import export.onnx  # noqa: F401  (InstallError naming the extra when it is missing)
     if seq_length < 1:
@@ -70,6 +75,10 @@ def _check_arguments(
         from albert_tf.checkpoint import read_checkpoint_dir_config
 
         config = read_checkpoint_dir_config(checkpoint_dir)
+        if hf:
+            from export.hf import check_hf_exportable
+
+            check_hf_exportable(config)
         if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
             sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
     if sp_model is not None:
@@ -84,6 +93,10 @@ def _check_arguments(
         for name, used in (("preprocess/", sp_model), ("TFLite", tflite), ("ONNX", onnx))
         if used
     ]
+    if hf and sp_model is not None:
+        from export.hf_tokenizer import require_tokenizers
+
+        require_tokenizers()
     if config is not None and users and seq_length > config.max_position_embeddings:
         raise ExportError(
             f"seq_length {seq_length} (of {' and '.join(users)}) exceeds the model's "
@@ -101,6 +114,7 @@ def export_bundle(
     overwrite: bool = False,
     do_lower_case: bool = True,
     onnx: bool = False,
+    hf: bool = False,
 ) -> ExportedBundle:
     """Exports TF-Hub SavedModels (and TFLite files) into `output_dir`, atomically.
 
@@ -112,13 +126,15 @@ def export_bundle(
       (sizes, `pooled_output` cosine similarity to the SavedModel), see `export.tflite`.
     - `onnx/` with `onnx`: float32 and int8 ONNX encoders, raw-string models when there is a
       SentencePiece model, and `report.json`, see `export.onnx` (needs the `onnx` extra).
+    - `hf/` with `hf`: a Hugging Face transformers folder (config, safetensors weights and, with
+      a SentencePiece model, the tokenizer), see `export.hf`.
 
     Raises ExportError (nothing to export, SentencePiece vocabulary size != vocab_size,
-    seq_length beyond max_position_embeddings), CheckpointError (missing config or checkpoint),
+    seq_length beyond max_position_embeddings, a model transformers cannot compute with `hf`), CheckpointError (missing config or checkpoint),
     TokenizerError (unusable SentencePiece model), OutputError (exists and not `overwrite`,
     unwritable). Nothing is left at `output_dir` on failure.
     """
-    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite, onnx)
+    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite, onnx, hf)
     output_dir = Path(output_dir)
     check_output_path(output_dir, overwrite)
     checkpoint = None
@@ -127,7 +143,7 @@ def export_bundle(
 
         # Before the progress bar and the output: a bad checkpoint is one line and nothing else.
         checkpoint = load_checkpoint_dir(checkpoint_dir)
-    steps = (checkpoint is not None) + 1 + tflite + onnx
+    steps = (checkpoint is not None) + 1 + tflite + onnx + hf
     result = ExportedBundle(output_dir)
     with (
         atomic_dir(output_dir, overwrite=overwrite) as tmp,
@@ -174,5 +190,15 @@ def export_bundle(
                 saved_model_dir=tmp / ENCODER_DIR,
             )
             result.onnx = output_dir / ONNX_DIR
+            progress.update()
+        if hf:
+            from export.hf import HF_DIR, export_checkpoint_hf
+
+            progress.set_postfix_str("Hugging Face")
+            (tmp / HF_DIR).mkdir()
+            result.hf_architecture = export_checkpoint_hf(
+                checkpoint, tmp / HF_DIR, sp_model, do_lower_case
+            )
+            result.hf = output_dir / HF_DIR
             progress.update()
     return result

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 HELP = (
-    "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite "
-    "and ONNX."
+    "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite, "
+    "ONNX and Hugging Face transformers."
 )
 
 
@@ -39,6 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         'needs pip install -e ".[onnx]"',
     )
     parser.add_argument(
+        "--hf",
+        action="store_true",
+        help="also write hf/: a Hugging Face transformers folder (config.json, "
+        "model.safetensors, spiece.model, tokenizer.json); with --finetuned, DIR/hf/ with the "
+        "task's transformers class",
+    )
+    parser.add_argument(
         "--no-lower-case",
         dest="do_lower_case",
         action="store_false",
@@ -47,8 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--finetuned",
         metavar="DIR",
-        help="instead: with --onnx, write the raw-string classifier of a `finetune` output "
-        "to DIR/onnx/ (classifier.onnx, classifier_int8.onnx), beside DIR/serving/",
+        help="instead: export a `finetune` output beside DIR/serving/: with --onnx, the "
+        "raw-string classifier to DIR/onnx/ (classifier.onnx, classifier_int8.onnx); with "
+        "--hf, DIR/hf/",
     )
     parser.add_argument(
         "--from-hub",
@@ -67,11 +75,26 @@ def run(args: argparse.Namespace) -> int:
     from albert_tf.io_utils import check_output_path
 
     if args.finetuned:
-        if not args.onnx or args.output or args.checkpoint or args.from_hub or args.tflite:
+        if (
+            not (args.onnx or args.hf)
+            or args.output
+            or args.checkpoint
+            or args.from_hub
+            or args.tflite
+        ):
             raise ExportError(
-                "--finetuned DIR takes --onnx and writes DIR/onnx/: no --output, --checkpoint, "
-                "--from-hub or --tflite"
+                "--finetuned DIR takes --onnx and/or --hf and writes DIR/onnx/, DIR/hf/: no "
+                "--output, --checkpoint, --from-hub or --tflite"
             )
+        if args.hf:
+            from export.hf import export_finetuned_hf
+
+            path, architecture, note = export_finetuned_hf(args.finetuned)
+            print(f"wrote {path}: {architecture}")
+            if note:
+                print(f"  {note}")
+        if not args.onnx:
+            return 0
         from export.onnx import export_classifier_onnx
 
         report = export_classifier_onnx(args.finetuned)
@@ -91,9 +114,10 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--output is required")
     check_output_path(args.output, args.overwrite)
     if args.from_hub:
-        if args.checkpoint or args.sp_model or args.tflite or args.onnx:
+        if args.checkpoint or args.sp_model or args.tflite or args.onnx or args.hf:
             raise ExportError(
-                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx"
+                "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx, "
+                "--hf"
             )
         from export.load import hub_to_checkpoint_dir
 
@@ -111,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         do_lower_case=args.do_lower_case,
         onnx=args.onnx,
+        hf=args.hf,
     )
     if bundle.encoder:
         mlm = "with .mlm" if bundle.has_mlm else "without .mlm (no MLM head in the checkpoint)"
@@ -135,4 +160,6 @@ def run(args: argparse.Namespace) -> int:
                 f"{accuracy['pooled_min_cosine']:.6f}, max |diff| "
                 f"{accuracy['sequence_max_abs_diff']:.2e}"
             )
+    if bundle.hf:
+        print(f"wrote {bundle.hf}: {bundle.hf_architecture}")
     return 0

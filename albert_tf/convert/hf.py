@@ -106,6 +106,30 @@ def target_of(key: str) -> tuple[str, bool] | None:
     return None
 
 
+def _fill(pattern: str, groups: tuple[str, ...]) -> str:
+    """The key a TABLE pattern matches when its groups are `groups` (patterns hold only
+    escaped dots and alternation groups)."""
+    values = iter(groups)
+    return re.sub(r"\([^)]*\)", lambda _: next(values), pattern).replace("\\.", ".")
+
+
+def source_of(name: str) -> tuple[str, bool]:
+    """(HF key without `albert.`, transpose?) of our variable `name`: TABLE and BLOCK_TABLE read
+    backwards, checked against `target_of`. CheckpointError for a variable HF has no key for."""
+    block = re.fullmatch(r"encoder/transformer/group_(\d+)/inner_group_(\d+)/(.+)", name)
+    rows = BLOCK_TABLE if block else TABLE
+    rest = block.group(3) if block else name
+    for pattern, template, transpose in rows:
+        match = re.fullmatch(re.escape(template).replace(r"\{\}", "([a-z_]+)"), rest)
+        if match:
+            key = _fill(pattern, match.groups())
+            if block:
+                key = _fill(_LAYER, block.groups()[:2]) + key
+            if target_of(key) == (name, transpose):
+                return key, transpose
+    raise CheckpointError(f"variable {name} has no Hugging Face ALBERT name")
+
+
 def config_from_hf(values: dict) -> AlbertConfig:
     """Our config from an HF `config.json` dict; ConfigError for what we cannot represent."""
     act = values.get("hidden_act", "gelu_new")
