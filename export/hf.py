@@ -9,7 +9,8 @@ the one table `albert_tf.convert.hf` reads HF folders with, read backwards (`sou
   `AlbertForMaskedLM` (MLM head only) or an `AlbertModel`; the MLM decoder is not written, as
   transformers ties it to the word embeddings and `predictions.bias`.
 - A fine-tuned model becomes the transformers class of its task (`TASK_CLASSES`), its head
-  under `classifier.*` or `qa_outputs.*`.
+  under `classifier.*` or `qa_outputs.*`; tagging and SQuAD models leave out the pooler, which
+  they never read and their transformers classes do not have.
 
 What transformers cannot compute is refused before anything is written
 (`check_hf_exportable`): attention-only or FFN-only sharing, a layer-to-group assignment that
@@ -280,7 +281,11 @@ def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, st
     check_hf_exportable(encoder.config)
     settings = finetuned.task.settings
     architecture, head_name = TASK_CLASSES[settings.task]
-    tensors = hf_tensors({v.name.removesuffix(":0"): v for v in encoder.variables})
+    variables = {v.name.removesuffix(":0"): v for v in encoder.variables}
+    if finetuned.task.reads == "sequence_output":
+        # The token-level classes have no pooler, and these tasks never read it.
+        variables = {k: v for k, v in variables.items() if not k.startswith("encoder/pooler/")}
+    tensors = hf_tensors(variables)
     dense = finetuned.model.task_head.dense
     tensors[f"{head_name}.weight"] = np.ascontiguousarray(dense.kernel.numpy().T, np.float32)
     tensors[f"{head_name}.bias"] = np.asarray(dense.bias.numpy(), np.float32)

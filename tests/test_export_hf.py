@@ -8,7 +8,6 @@ Needs the optional `hf` extra (transformers + CPU torch); skipped without it.
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -191,3 +190,144 @@ def test_activation_names_and_sharing_none(ours, theirs, tmp_path):
     assert values["num_hidden_groups"] == config.num_hidden_layers
     diffs = pretraining_diffs(model, tmp_path, helpers.make_inputs(config, batch=2, seq=9))
     assert max(diffs.values()) < 1e-5, diffs
+
+
+# === Refusals ===
+
+
+def write_checkpoint(directory, **config):
+    """A random-weight checkpoint directory of `helpers.tiny_config(**config)`."""
+    from albert_tf.checkpoint import save_checkpoint_dir
+
+    config = helpers.tiny_config(**config)
+    return save_checkpoint_dir(directory, config, AlbertEncoder(config))
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (dict(shared_params="attention"), "shared_params='attention' cannot travel"),
+        (dict(shared_params="ffn"), "shared_params='ffn' cannot travel"),
+        # 18 layers in 14 groups: layer 9 is in group int(9 / 18 * 14) = int(7.0) here and
+        # int(9 / (18 / 14)) = int(6.999999999999999) in transformers.
+        (
+            dict(num_hidden_layers=18, num_hidden_groups=14, inner_group_num=1),
+            "cannot travel to Hugging Face: layer 9 uses group 7 here and would use group 6 in transformers",
+        ),
+    ],
+)
+def test_refused_before_anything_is_written(config, message, tmp_path, capsys):
+    checkpoint = write_checkpoint(tmp_path / "checkpoint", **config)
+    output = tmp_path / "out"
+    assert main(["export", "--checkpoint", str(checkpoint), "--output", str(output), "--hf"]) == 2
+    err = capsys.readouterr().err
+    assert helpers.one_error_line(err, "export").find(message) >= 0, err
+    assert not output.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
+
+
+# === Fine-tuned models ===
+
+FAST = dict(
+    epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32", seed=0, export_serving=False
+)
+
+
+def write_scores(path, rows, seed):
+    """A GLUE-style sentence-pair TSV with a number per pair (STS-B style)."""
+    rng = np.random.default_rng(seed)
+    lines = ["index\tsentence1\tsentence2\tlabel"]
+    for i in range(rows):
+        lines.append(f"{i}\tThe film was good {i}.\tIs it worth it?\t{rng.uniform(0, 5):.2f}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory):
+    """Tiny fine-tuned models (2 groups of 2 inner groups, one epoch, no serving/) of each
+    task: task -> (the fine-tuning result, its examples' model inputs)."""
+    from tests.test_squad_finetune import squad_file
+    from tests.test_task_choice_tag import write_conll, write_race
+
+    root = tmp_path_factory.mktemp("finetuned")
+    config = str(helpers.write_config(root, num_hidden_groups=2, inner_group_num=2))
+    helpers.write_pairs(root / "pairs.tsv", 16, seed=0)
+    write_scores(root / "scores.tsv", 16, seed=0)
+    write_conll(root / "conll.txt", 8, seed=0)
+    squad_file(root / "squad.json", 1)
+    write_race(root / "RACE" / "high", 4, seed=0)
+    runs = {
+        "classify": ("pairs.tsv", dict(max_seq_length=20)),
+        "regress": ("scores.tsv", dict(max_seq_length=20)),
+        "tag": ("conll.txt", dict(max_seq_length=12)),
+        "squad": ("squad.json", dict(max_seq_length=40, doc_stride=12, max_query_length=12)),
+        "multiple-choice": ("RACE", dict(max_seq_length=24)),
+    }
+    results = {}
+    for task, (train_file, settings) in runs.items():
+        result = helpers.finetune_files(
+            root,
+            task,
+            train_file=train_file,
+            eval_file=None,
+            output=task,
+            config=config,
+            **settings,
+            **FAST,
+        )
+        data = result.task.load(str(root / train_file), result.tokenizer)
+        results[task] = (result, root / task, data.inputs)
+    return results
+
+
+@pytest.mark.parametrize("task", ["classify", "regress", "tag", "squad", "multiple-choice"])
+def test_finetuned_in_transformers(task, finetuned, tmp_path, capsys):
+    result, directory, inputs = finetuned[task]
+    assert main(["export", "--finetuned", str(directory), "--hf"]) == 0
+    architecture = {
+        "classify": "AlbertForSequenceClassification",
+        "regress": "AlbertForSequenceClassification",
+        "tag": "AlbertForTokenClassification",
+        "squad": "AlbertForQuestionAnswering",
+        "multiple-choice": "AlbertForMultipleChoice",
+    }[task]
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"wrote {directory / 'hf'}: {architecture}"
+    if task == "squad":
+        assert out[1].startswith("  the Hugging Face model leaves padding positions' logits")
+    else:
+        assert len(out) == 1, out
+    model, report = load_hf(architecture, directory / "hf")
+    assert report == {"missing_keys": set(), "unexpected_keys": set(), "mismatched_keys": set()}
+    ours = result.model(inputs, training=False)
+    with torch.no_grad():
+        theirs = model(**torch_inputs(inputs))
+    if task == "squad":
+        real = np.asarray(inputs["input_mask"]) == 1
+        diffs = {
+            name: max_diff(np.asarray(ours[name])[real], getattr(theirs, name).numpy()[real])
+            for name in ("start_logits", "end_logits")
+        }
+    elif task == "regress":
+        diffs = {"predictions": max_diff(ours["predictions"], theirs.logits[:, 0])}
+        assert model.config.problem_type == "regression" and model.config.num_labels == 1
+    else:
+        diffs = {"logits": max_diff(ours["logits"], theirs.logits)}
+    if task in ("classify", "tag"):
+        labels = list(result.settings.labels)
+        assert model.config.id2label == dict(enumerate(labels))
+        assert model.config.label2id == {label: i for i, label in enumerate(labels)}
+    print(f"{task}: transformers vs ours, max abs diff:", diffs)
+    assert max(diffs.values()) < 1e-5, diffs
+    # Back again: the encoder converts bit for bit (the task head has no place in a checkpoint).
+    back = load_checkpoint_dir(convert_hf_checkpoint(directory / "hf", tmp_path / "back"))
+    assert "fine-tuned task head" in capsys.readouterr().err
+    # Tagging and SQuAD models travel without the pooler they never read.
+    travels = [
+        v
+        for v in result.model.encoder.variables
+        if result.task.reads == "pooled_output" or "pooler" not in v.name
+    ]
+    assert len(travels) == len(result.model.encoder.variables) - 2 * (task in ("tag", "squad"))
+    back = {v.name: v.numpy() for v in back.encoder.variables}
+    assert all(np.array_equal(back[v.name], v.numpy()) for v in travels)
