@@ -11,7 +11,7 @@ them, and splits words before SentencePiece. `tokenizer_json` writes the pipelin
    set) -> " ", trimmed; NFKD; characters of non-zero combining class removed; `str.lower`
    with its Final_Sigma rule (when lowercasing). The tables come from this Python's
    `unicodedata`, and characters the `tokenizers` library's own NFKD or lowercase tables treat
-   otherwise are mapped first as Python maps them;
+   otherwise are mapped first as Python maps them (tested on every code point);
 2. normalizer, SentencePiece's: the model's precompiled character map, extra spaces removed,
    "▁" before the text and for every space;
 3. model: Unigram with the model's pieces and scores, the whole text one piece of input as in
@@ -19,8 +19,27 @@ them, and splits words before SentencePiece. `tokenizer_json` writes the pipelin
    them; unknown characters in a row become one `<unk>`;
 4. post-processor: `[CLS] A [SEP]` and `[CLS] A [SEP] B [SEP]`, type ids 0 then 1.
 
-What one plain `tokenizer.json` cannot do (see `HF_TOKENIZER_LIMITS`) is measured by
-`tests/test_export_hf.py` and the report of issue 36.
+Where it differs from the original (no tokenizer.json can do better on the first two):
+
+- the digit-comma re-split. The original re-encodes a piece that ends in a digit and a comma
+  on its own and adds a "▁" the text does not have ("x1," -> "▁", "x", "▁1", ","). A
+  tokenizers pipeline outputs pieces that spell its normalized text, and its normalizers are
+  fixed rewrites that cannot know which pieces the Viterbi search will choose, so there it
+  gives SentencePiece's first segmentation ("▁", "x", "1,"). 4 of the 166 fixture strings;
+  texts whose first segmentation has no such piece are not affected;
+- pieces of one repeated string with equal total scores ("0" + "00" or "00" + "0"): the
+  `sentencepiece` package tells them apart by float32 rounding of its running score, the
+  `tokenizers` library sums in float64 (1 fixture string; 1 of 10,000 generated strings);
+- Final_Sigma with more than FINAL_SIGMA_IGNORABLE case-ignorable characters between the
+  cased letter and "Σ" ("Α'.:'Σ"), and the 55 uppercase letters this Python's Unicode tables do
+  not have (added to Unicode after version 14, Python 3.11's) but the `tokenizers` library
+  lowercases: `str.lower` leaves them as they are;
+- literal special tokens in the text ("[MASK]", "[CLS]", "<pad>") are those tokens, as
+  transformers' fill-mask pipeline needs; the original tokenizes them as text.
+
+`AutoTokenizer.from_pretrained(folder, trust_remote_code=True)` loads the folder's
+`tokenization_albert_tf.py` instead (`export.hf_remote_tokenizer`): the original algorithm
+itself, equal to the original's ids (still with the last difference).
 """
 
 from __future__ import annotations
@@ -29,6 +48,7 @@ import base64
 import functools
 import json
 import os
+import shutil
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -39,8 +59,13 @@ from preprocess.tokenizer import CLS, MASK, PAD, SEP, UNK, WORD_START, load_sp_m
 
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+# The exact tokenizer for `trust_remote_code=True`: export/hf_remote_tokenizer.py, copied.
+REMOTE_CODE_FILE = "tokenization_albert_tf.py"
+REMOTE_CODE_CLASS = "tokenization_albert_tf.AlbertOriginalTokenizer"
 
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED = 1, 2, 3, 4
+# Final_Sigma looks back over at most this many case-ignorable characters ("Α.Σ", "Α'.Σ").
+FINAL_SIGMA_IGNORABLE = 3
 
 
 def _strip_accents(c: str) -> str:
@@ -80,19 +105,22 @@ def _python_tables() -> dict[str, Any]:
     NFKD-then-strip or `str.lower` the `tokenizers` library computes otherwise."""
     normalizers = require_tokenizers().normalizers
     chars = list(code_points())
-    nfkd, lowercase = normalizers.NFKD(), normalizers.Lowercase()
-    # NFKD and the removal of combining marks act per character: the canonical reordering only
-    # moves marks of non-zero class, which are then removed.
+    # Both act per character (NFKD's canonical reordering only moves marks of non-zero class,
+    # which are then removed), so one call on all characters but NUL, each after a NUL (which
+    # both leave alone), does them all.
+    others = chars[1:]
+    joined = "\0" + "\0".join(others)
+    nfkd = normalizers.NFKD().normalize_str(joined).split("\0")[1:]
+    lowercase = normalizers.Lowercase().normalize_str(joined).split("\0")[1:]
     strip_fix = {}
     lower_fix = {}
-    for c in chars:
+    for c, theirs, lowered in zip(others, nfkd, lowercase, strict=True):
         stripped = _strip_accents(c)
-        theirs = "".join(d for d in nfkd.normalize_str(c) if not unicodedata.combining(d))
-        if theirs != stripped:
+        if "".join(d for d in theirs if not unicodedata.combining(d)) != stripped:
             strip_fix[c] = stripped
         # Characters Python leaves alone but `tokenizers` lowercases (assigned after this
-        # Python's Unicode version) cannot be kept from its Lowercase: HF_TOKENIZER_LIMITS.
-        if c.lower() != c and lowercase.normalize_str(c) != c.lower():
+        # Python's Unicode version) cannot be kept from its Lowercase (see the module docstring).
+        if c.lower() != c and lowered != c.lower():
             lower_fix[c] = c.lower()
     # Final_Sigma as str.lower applies it: "Σ" becomes "ς" after a cased letter (with any
     # case-ignorable characters between) and not before one; Python tells which characters
@@ -121,9 +149,11 @@ def _preprocess_normalizers(do_lower_case: bool) -> list[dict[str, Any]]:
         _replace(_regex(f"[{t['combining']}]"), ""),
     ]
     if do_lower_case:
-        # Oniguruma's look-behind takes no repetition: a cased letter right before "Σ" (no
-        # case-ignorable characters between) is what it can see.
-        final_sigma = f"(?<=[{t['cased']}])Σ(?![{t['ignorable']}]*[{t['cased']}])"
+        # Oniguruma's look-behind takes alternatives of fixed lengths, not repetition: up to
+        # FINAL_SIGMA_IGNORABLE case-ignorable characters between the cased letter and "Σ".
+        cased, ignorable = f"[{t['cased']}]", f"[{t['ignorable']}]"
+        behind = "|".join(cased + ignorable * n for n in range(FINAL_SIGMA_IGNORABLE + 1))
+        final_sigma = f"(?<={behind})Σ(?!{ignorable}*{cased})"
         steps += [
             _replace(_regex(final_sigma), "ς"),
             *(_replace(c, s) for c, s in t["lower_fix"].items()),
@@ -227,9 +257,11 @@ def tokenizer_json(sp_model: str | os.PathLike, do_lower_case: bool) -> dict[str
 
 
 def tokenizer_config(do_lower_case: bool, model_max_length: int) -> dict[str, Any]:
-    """`tokenizer_config.json`: load `tokenizer.json` as it is, with ALBERT's special tokens."""
+    """`tokenizer_config.json`: load `tokenizer.json` as it is, with ALBERT's special tokens;
+    with `trust_remote_code=True`, the exact tokenizer of `REMOTE_CODE_FILE`."""
     return {
         "tokenizer_class": "TokenizersBackend",
+        "auto_map": {"AutoTokenizer": [REMOTE_CODE_CLASS, None]},
         "do_lower_case": do_lower_case,
         "model_max_length": model_max_length,
         "bos_token": CLS,
@@ -250,8 +282,12 @@ def write_tokenizer(
     do_lower_case: bool,
     model_max_length: int,
 ) -> None:
-    """Writes `tokenizer.json` and `tokenizer_config.json` into `directory`."""
+    """Writes `tokenizer.json`, `tokenizer_config.json` and `REMOTE_CODE_FILE` into
+    `directory`."""
     directory = Path(directory)
+    shutil.copyfile(
+        Path(__file__).with_name("hf_remote_tokenizer.py"), directory / REMOTE_CODE_FILE
+    )
     (directory / TOKENIZER_FILE).write_text(
         json.dumps(tokenizer_json(sp_model, do_lower_case), ensure_ascii=False) + "\n",
         encoding="utf-8",
@@ -262,9 +298,10 @@ def write_tokenizer(
     )
 
 
-def hf_tokenizer(folder: str | os.PathLike) -> Any:
-    """`transformers.AutoTokenizer.from_pretrained(folder)`: the tokenizer of an exported HF
-    folder, as a user loads it (needs the `hf` extra)."""
+def hf_tokenizer(folder: str | os.PathLike, trust_remote_code: bool = False) -> Any:
+    """The tokenizer of an exported HF folder as a user loads it (needs the `hf` extra):
+    `AutoTokenizer.from_pretrained(folder)`, the `tokenizer.json` pipeline; with
+    `trust_remote_code`, the folder's exact `AlbertOriginalTokenizer`."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(folder))
+    return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
