@@ -6,8 +6,10 @@ and, with a SentencePiece model, the tokenizer (`export.hf_tokenizer`). Weight n
 the one table `albert_tf.convert.hf` reads HF folders with, read backwards (`source_of`).
 
 - A pretraining checkpoint becomes an `AlbertForPreTraining` (MLM and SOP heads present), an
-  `AlbertForMaskedLM` (MLM head only) or an `AlbertModel`; the MLM decoder is not written, as
-  transformers ties it to the word embeddings and `predictions.bias`.
+  `AlbertForMaskedLM` (MLM head only; its pooler is written too, which that class reports as
+  unexpected) or an `AlbertModel`; the MLM decoder is not written, as transformers ties it to
+  the word embeddings and `predictions.bias`. Every class loads the folder with no missing
+  weights; a class without one of its heads reports that head as unexpected, as usual.
 - A fine-tuned model becomes the transformers class of its task (`TASK_CLASSES`), its head
   under `classifier.*` or `qa_outputs.*`; tagging and SQuAD models leave out the pooler, which
   they never read and their transformers classes do not have.
