@@ -259,28 +259,44 @@ def _not_in_hf(settings: Any, dtype: str) -> str | None:
     return "the Hugging Face model " + "; ".join(notes) if notes else None
 
 
+def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
+    """ExportError (one line) for a fine-tuned directory that cannot travel: fine-tuned from a
+    TF-Hub encoder (whose weights are not ours to name), or refused by `check_hf_exportable`.
+    Reads only `finetune.json` and the config; CheckpointError if the directory is not one."""
+    from albert_tf.config import CONFIG_FILE as OUR_CONFIG_FILE
+    from albert_tf.errors import CheckpointError
+    from albert_tf.finetune.predict import METADATA_FILE
+
+    finetuned_dir = Path(finetuned_dir)
+    try:
+        metadata = json.loads((finetuned_dir / METADATA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise CheckpointError(
+            f"{finetuned_dir} is not a fine-tuned model directory (no readable {METADATA_FILE})"
+        ) from None
+    if metadata.get("encoder") == "hub":
+        raise ExportError(
+            f"{finetuned_dir} fine-tuned a TF-Hub encoder: --hf exports models fine-tuned from "
+            "an albert-tf checkpoint"
+        )
+    check_hf_exportable(AlbertConfig.from_json_file(finetuned_dir / OUR_CONFIG_FILE))
+
+
 def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, str | None]:
     """Writes `finetuned_dir/hf/` (replaced atomically) with the transformers class of the
     task (`TASK_CLASSES`) and the model's tokenizer. Returns (the folder, the class, one line
     saying what the HF model does not compute that ours does, or None).
 
-    Raises CheckpointError (not a fine-tuned model directory), ExportError (what
-    `check_hf_exportable` refuses, or a model fine-tuned from a TF-Hub encoder, whose weights
-    are not ours to name), before anything is written.
+    Raises CheckpointError (not a fine-tuned model directory) and ExportError (see
+    `check_finetuned_hf`) before anything is written.
     """
-    from albert_tf.encoder import AlbertEncoder
     from albert_tf.finetune.predict import load_finetuned
     from albert_tf.io_utils import atomic_dir
 
+    check_finetuned_hf(finetuned_dir)
     finetuned_dir = Path(finetuned_dir)
     finetuned = load_finetuned(finetuned_dir)
     encoder = finetuned.model.encoder
-    if not isinstance(encoder, AlbertEncoder):
-        raise ExportError(
-            f"{finetuned_dir} fine-tuned a TF-Hub encoder: --hf exports models fine-tuned from "
-            "an albert-tf checkpoint"
-        )
-    check_hf_exportable(encoder.config)
     settings = finetuned.task.settings
     architecture, head_name = TASK_CLASSES[settings.task]
     variables = {v.name.removesuffix(":0"): v for v in encoder.variables}

@@ -35,7 +35,9 @@ Where it differs from the original (no tokenizer.json can do better on the first
   not have (added to Unicode after version 14, Python 3.11's) but the `tokenizers` library
   lowercases: `str.lower` leaves them as they are;
 - literal special tokens in the text ("[MASK]", "[CLS]", "<pad>") are those tokens, as
-  transformers' fill-mask pipeline needs; the original tokenizes them as text.
+  transformers' fill-mask pipeline needs, and so is text that normalizes to one ("＜pad＞"):
+  the Unigram model has no piece types to keep SentencePiece's control pieces out of the text;
+  the original tokenizes them as text.
 
 `AutoTokenizer.from_pretrained(folder, trust_remote_code=True)` loads the folder's
 `tokenization_albert_tf.py` instead (`export.hf_remote_tokenizer`): the original algorithm

@@ -87,28 +87,16 @@ def run(args: argparse.Namespace) -> int:
                 "--output, --checkpoint, --from-hub or --tflite"
             )
         if args.hf:
-            from export.hf import export_finetuned_hf
+            from export.hf import check_finetuned_hf, export_finetuned_hf
 
+            check_finetuned_hf(args.finetuned)  # before ONNX writes anything
+        if args.onnx:
+            _export_finetuned_onnx(args.finetuned)
+        if args.hf:
             path, architecture, note = export_finetuned_hf(args.finetuned)
             print(f"wrote {path}: {architecture}")
             if note:
                 print(f"  {note}")
-        if not args.onnx:
-            return 0
-        from export.onnx import export_classifier_onnx
-
-        report = export_classifier_onnx(args.finetuned)
-        print(f"wrote {args.finetuned}/onnx: fused {report['fused_ops']}")
-        if report["serving_dtype"] != "float32":
-            print(
-                f"  serving/ computes in {report['serving_dtype']} (fine-tuned so), the ONNX "
-                "classifiers in float32 and int8: their probabilities differ by its rounding too"
-            )
-        for name, agreement in report["against_serving"].items():
-            print(
-                f"  {name}: labels equal to serving/ on {agreement['label_agreement']:.1%} of "
-                f"the probe texts, probabilities within {agreement['probabilities_max_abs_diff']:.1e}"
-            )
         return 0
     if not args.output:
         raise ExportError("--output is required")
@@ -163,3 +151,20 @@ def run(args: argparse.Namespace) -> int:
     if bundle.hf:
         print(f"wrote {bundle.hf}: {bundle.hf_architecture}")
     return 0
+
+
+def _export_finetuned_onnx(finetuned: str) -> None:
+    from export.onnx import export_classifier_onnx
+
+    report = export_classifier_onnx(finetuned)
+    print(f"wrote {finetuned}/onnx: fused {report['fused_ops']}")
+    if report["serving_dtype"] != "float32":
+        print(
+            f"  serving/ computes in {report['serving_dtype']} (fine-tuned so), the ONNX "
+            "classifiers in float32 and int8: their probabilities differ by its rounding too"
+        )
+    for name, agreement in report["against_serving"].items():
+        print(
+            f"  {name}: labels equal to serving/ on {agreement['label_agreement']:.1%} of "
+            f"the probe texts, probabilities within {agreement['probabilities_max_abs_diff']:.1e}"
+        )
