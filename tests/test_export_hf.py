@@ -7,8 +7,6 @@ Needs the optional `hf` extra (transformers + CPU torch); skipped without it.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import unicodedata
 
@@ -117,24 +115,25 @@ def assert_round_trip(model: CheckpointDir, folder, tmp_path) -> None:
 
 
 @pytest.mark.parametrize("fixture", ["albert_tf1_tiny", "albert_tf1_groups"])
-def test_tf1_fixture_in_transformers(fixture, fixtures_dir, tmp_path):
-    """The original checkpoints, converted and exported: transformers computes the original
-    code's outputs (tests/fixtures reference_outputs.npz) and ours."""
-    from albert_tf.convert.tf1 import convert_tf1_checkpoint
-
+def test_tf1_fixture_in_transformers(fixture, fixtures_dir, tmp_path, capsys):
+    """The original checkpoints, converted and exported with the CLI: transformers computes the
+    original code's outputs (tests/fixtures reference_outputs.npz) and ours."""
     source = fixtures_dir / fixture
-    checkpoint = convert_tf1_checkpoint(
-        source / "model.ckpt", source / "albert_config.json", tmp_path / "checkpoint"
-    )
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+    convert = ["--tf1-checkpoint", str(source / "model.ckpt")]
+    convert += ["--config", str(source / "albert_config.json"), "--output", str(checkpoint)]
+    assert main(["convert", *convert]) == 0
+    assert main(["export", "--checkpoint", str(checkpoint), "--output", str(out), "--hf"]) == 0
+    assert f"wrote {out / 'hf'}: AlbertForPreTraining" in capsys.readouterr().out.splitlines()
+    assert sorted(p.name for p in out.iterdir()) == ["encoder", "hf"]
+    assert sorted(p.name for p in (out / "hf").iterdir()) == ["config.json", "model.safetensors"]
     model = load_checkpoint_dir(checkpoint)
-    (tmp_path / "hf").mkdir()
-    assert export_checkpoint_hf(model, tmp_path / "hf", None) == "AlbertForPreTraining"
     reference = dict(np.load(source / "reference_outputs.npz"))
     inputs = {k: reference[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    diffs = pretraining_diffs(model, tmp_path / "hf", inputs)
+    diffs = pretraining_diffs(model, out / "hf", inputs)
     print(f"{fixture}: transformers vs ours, max abs diff:", diffs)
     assert max(diffs.values()) < 1e-5, diffs
-    hf = transformers.AlbertForPreTraining.from_pretrained(str(tmp_path / "hf")).eval()
+    hf = transformers.AlbertForPreTraining.from_pretrained(str(out / "hf")).eval()
     with torch.no_grad():
         theirs = hf(**torch_inputs(inputs))
         pooled = hf.albert(**torch_inputs(inputs)).pooler_output
@@ -144,7 +143,7 @@ def test_tf1_fixture_in_transformers(fixture, fixtures_dir, tmp_path):
         ("pooled_output", pooled),
     ):
         assert max_diff(reference[name], value) < 1e-5, name
-    assert_round_trip(model, tmp_path / "hf", tmp_path)
+    assert_round_trip(model, out / "hf", tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -346,23 +345,17 @@ def test_finetuned_in_transformers(task, finetuned, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory, fixtures_dir):
-    """`albert-tf export --hf` of a vocab-1000 checkpoint with the fixture SentencePiece model:
-    the output directory, and what the command printed."""
-    from albert_tf.checkpoint import save_checkpoint_dir
+    """A vocab-1000 model exported to HF with the fixture SentencePiece model."""
     from albert_tf.config import AlbertConfig
 
-    root = tmp_path_factory.mktemp("tokenizer")
+    folder = tmp_path_factory.mktemp("tokenizer") / "hf"
+    folder.mkdir()
     config = AlbertConfig(**helpers.TINY_FINETUNE_CONFIG)
-    checkpoint = save_checkpoint_dir(
-        root / "checkpoint",
-        config,
-        AlbertEncoder(config),
-        sp_model=fixtures_dir / "tokenizer" / "spm.model",
+    model = CheckpointDir(config, AlbertEncoder(config), None, None)
+    assert export_checkpoint_hf(model, folder, fixtures_dir / "tokenizer" / "spm.model") == (
+        "AlbertModel"
     )
-    argv = ["export", "--checkpoint", str(checkpoint), "--output", str(root / "out"), "--hf"]
-    with contextlib.redirect_stdout(io.StringIO()) as out:
-        assert main([*argv, "--seq-length", "16"]) == 0
-    return root / "out", out.getvalue()
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -371,11 +364,8 @@ def reference_cases(fixtures_dir):
     return json.loads(path.read_text())["cases"]
 
 
-def test_cli_writes_hf_beside_the_savedmodels(exported, fixtures_dir):
-    out, printed = exported
-    assert sorted(p.name for p in out.iterdir()) == ["encoder", "hf", "preprocess"]
-    assert f"wrote {out / 'hf'}: AlbertModel" in printed.splitlines()
-    assert sorted(p.name for p in (out / "hf").iterdir()) == [
+def test_folder_with_tokenizer(exported, fixtures_dir):
+    assert sorted(p.name for p in exported.iterdir()) == [
         "config.json",
         "model.safetensors",
         "spiece.model",
@@ -384,10 +374,14 @@ def test_cli_writes_hf_beside_the_savedmodels(exported, fixtures_dir):
         "tokenizer_config.json",
     ]
     sp_model = fixtures_dir / "tokenizer" / "spm.model"
-    assert (out / "hf" / "spiece.model").read_bytes() == sp_model.read_bytes()
-    config = json.loads((out / "hf" / "config.json").read_text())
+    assert (exported / "spiece.model").read_bytes() == sp_model.read_bytes()
+    config = json.loads((exported / "config.json").read_text())
     assert (config["pad_token_id"], config["bos_token_id"], config["eos_token_id"]) == (0, 2, 3)
-    assert load_hf("AlbertModel", out / "hf")[1]["missing_keys"] == set()
+    assert load_hf("AlbertModel", exported)[1] == {
+        "missing_keys": set(),
+        "unexpected_keys": set(),
+        "mismatched_keys": set(),
+    }
 
 
 # The strings of the fixture on which the plain tokenizer.json differs: SentencePiece's first
@@ -414,8 +408,8 @@ def test_tokenizer_json(exported, reference_cases):
     from preprocess.normalize import preprocess_text
     from preprocess.tokenizer import AlbertTokenizer
 
-    tokenizer = hf_tokenizer(exported[0] / "hf")
-    sp = AlbertTokenizer(exported[0] / "hf" / "spiece.model").sp_model
+    tokenizer = hf_tokenizer(exported)
+    sp = AlbertTokenizer(exported / "spiece.model").sp_model
     differ = []
     for case in reference_cases:
         ids = tokenizer(case["text"], add_special_tokens=False)["input_ids"]
@@ -434,7 +428,7 @@ def test_tokenizer_with_remote_code_is_exact(exported, reference_cases):
     from export.hf_tokenizer import hf_tokenizer
     from preprocess.tokenizer import AlbertTokenizer
 
-    folder = exported[0] / "hf"
+    folder = exported
     exact = hf_tokenizer(folder, trust_remote_code=True)
     assert type(exact).__name__ == "AlbertOriginalTokenizer"
     for case in reference_cases:
