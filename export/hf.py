@@ -25,14 +25,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert.hf import CONFIG_FILE, SP_MODEL_FILE, WEIGHTS_FILE, source_of
+from albert_tf.convert.hf import CONFIG_FILE, WEIGHTS_FILE, source_of
 from albert_tf.errors import ExportError
 
 HF_DIR = "hf"
@@ -176,7 +175,6 @@ def write_hf_dir(
     # transformers reads safetensors whose metadata names the framework ("pt").
     save_file(tensors, str(target / WEIGHTS_FILE), metadata={"format": "pt"})
     if sp_model is not None:
-        shutil.copyfile(sp_model, target / SP_MODEL_FILE)
         write_tokenizer(target, sp_model, do_lower_case, config_values["max_position_embeddings"])
     return target
 

@@ -55,6 +55,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from albert_tf.convert.hf import SP_MODEL_FILE
 from albert_tf.errors import InstallError
 from preprocess.normalize import code_points, re2_class_body
 from preprocess.tokenizer import CLS, MASK, PAD, SEP, UNK, WORD_START, load_sp_model
@@ -284,9 +285,11 @@ def write_tokenizer(
     do_lower_case: bool,
     model_max_length: int,
 ) -> None:
-    """Writes `tokenizer.json`, `tokenizer_config.json` and `REMOTE_CODE_FILE` into
-    `directory`."""
+    """Writes the tokenizer files of an HF folder into `directory`: `spiece.model` (a copy of
+    `sp_model`), `tokenizer.json`, `tokenizer_config.json` and `REMOTE_CODE_FILE`. A directory
+    with only these loads with `hf_tokenizer` too."""
     directory = Path(directory)
+    shutil.copyfile(sp_model, directory / SP_MODEL_FILE)
     shutil.copyfile(
         Path(__file__).with_name("hf_remote_tokenizer.py"), directory / REMOTE_CODE_FILE
     )

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-lower-case",
         dest="do_lower_case",
         action="store_false",
-        help="do not lowercase text in preprocess/ (for cased models)",
+        help="do not lowercase text in preprocess/ and the hf/ tokenizer (for cased models)",
     )
     parser.add_argument(
         "--finetuned",
