@@ -38,6 +38,8 @@ class ExportedBundle:
     onnx_report: dict[str, Any] | None = None
     keras_hub: Path | None = None
     keras_hub_report: dict[str, Any] | None = None
+    hf: Path | None = None
+    hf_architecture: str | None = None
     has_mlm: bool = False
 
 
@@ -48,6 +50,7 @@ def _check_arguments(
     tflite: bool,
     onnx: bool = False,
     keras_hub: bool = False,
+    hf: bool = False,
 ) -> Path | None:
     """Every check that needs no model, before any work; returns the SentencePiece model.
 
@@ -63,6 +66,8 @@ def _check_arguments(
         raise ExportError("TFLite export needs a checkpoint directory")
     if onnx and checkpoint_dir is None:
         raise ExportError("ONNX export needs a checkpoint directory")
+    if hf and checkpoint_dir is None:
+        raise ExportError("Hugging Face export needs a checkpoint directory")
     if onnx:
         import export.onnx  # noqa: F401  (InstallError naming the extra when it is missing)
     if keras_hub and checkpoint_dir is None:
@@ -81,6 +86,10 @@ def _check_arguments(
 
             check_travels(config)  # what keras-hub cannot compute is refused before any work
             import_keras_hub()
+        if hf:
+            from export.hf import check_hf_exportable
+
+            check_hf_exportable(config)
         if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
             sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
     if sp_model is not None:
@@ -95,6 +104,10 @@ def _check_arguments(
         for name, used in (("preprocess/", sp_model), ("TFLite", tflite), ("ONNX", onnx))
         if used
     ]
+    if hf and sp_model is not None:
+        from export.hf_tokenizer import require_tokenizers
+
+        require_tokenizers()
     if config is not None and users and seq_length > config.max_position_embeddings:
         raise ExportError(
             f"seq_length {seq_length} (of {' and '.join(users)}) exceeds the model's "
@@ -113,6 +126,7 @@ def export_bundle(
     do_lower_case: bool = True,
     onnx: bool = False,
     keras_hub: bool = False,
+    hf: bool = False,
 ) -> ExportedBundle:
     """Exports TF-Hub SavedModels (and TFLite files) into `output_dir`, atomically.
 
@@ -127,13 +141,15 @@ def export_bundle(
     - `keras_hub/` with `keras_hub`: a keras-hub preset (`AlbertMaskedLM` with the MLM head,
       else `AlbertBackbone`; the tokenizer with a SentencePiece model) and its `report.json`,
       see `export.keras_hub` (needs the `keras-hub` extra).
+    - `hf/` with `hf`: a Hugging Face transformers folder (config, safetensors weights and, with
+      a SentencePiece model, the tokenizer), see `export.hf`.
 
     Raises ExportError (nothing to export, SentencePiece vocabulary size != vocab_size,
-    seq_length beyond max_position_embeddings), CheckpointError (missing config or checkpoint),
-    TokenizerError (unusable SentencePiece model), OutputError (exists and not `overwrite`,
+    seq_length beyond max_position_embeddings, a model transformers or keras-hub cannot compute
+    with `hf` or `keras_hub`), CheckpointError (missing config or checkpoint), TokenizerError (unusable SentencePiece model), OutputError (exists and not `overwrite`,
     unwritable). Nothing is left at `output_dir` on failure.
     """
-    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite, onnx, keras_hub)
+    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite, onnx, keras_hub, hf)
     output_dir = Path(output_dir)
     check_output_path(output_dir, overwrite)
     checkpoint = None
@@ -142,7 +158,7 @@ def export_bundle(
 
         # Before the progress bar and the output: a bad checkpoint is one line and nothing else.
         checkpoint = load_checkpoint_dir(checkpoint_dir)
-    steps = (checkpoint is not None) + 1 + tflite + onnx + keras_hub
+    steps = (checkpoint is not None) + 1 + tflite + onnx + keras_hub + hf
     result = ExportedBundle(output_dir)
     with (
         atomic_dir(output_dir, overwrite=overwrite) as tmp,
@@ -198,5 +214,15 @@ def export_bundle(
                 checkpoint, tmp / KERAS_HUB_DIR, sp_model, seq_length, do_lower_case
             )
             result.keras_hub = output_dir / KERAS_HUB_DIR
+            progress.update()
+        if hf:
+            from export.hf import HF_DIR, export_checkpoint_hf
+
+            progress.set_postfix_str("Hugging Face")
+            (tmp / HF_DIR).mkdir()
+            result.hf_architecture = export_checkpoint_hf(
+                checkpoint, tmp / HF_DIR, sp_model, do_lower_case
+            )
+            result.hf = output_dir / HF_DIR
             progress.update()
     return result

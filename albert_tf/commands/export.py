@@ -7,7 +7,7 @@ import argparse
 
 HELP = (
     "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite, "
-    "ONNX and a keras-hub preset."
+    "ONNX, Hugging Face transformers and a keras-hub preset."
 )
 
 
@@ -48,17 +48,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         'DIR/keras_hub/ (AlbertTextClassifier); needs pip install -e ".[keras-hub]"',
     )
     parser.add_argument(
+        "--hf",
+        action="store_true",
+        help="also write hf/: a Hugging Face transformers folder (config.json, "
+        "model.safetensors, spiece.model, tokenizer.json); with --finetuned, DIR/hf/ with the "
+        "task's transformers class",
+    )
+    parser.add_argument(
         "--no-lower-case",
         dest="do_lower_case",
         action="store_false",
-        help="do not lowercase text in preprocess/ and the keras-hub tokenizer (for cased models)",
+        help="do not lowercase text in preprocess/ and the hf/ and keras-hub tokenizers (for "
+        "cased models)",
     )
     parser.add_argument(
         "--finetuned",
         metavar="DIR",
-        help="instead: with --onnx, write the raw-string classifier of a `finetune` output "
-        "to DIR/onnx/ (classifier.onnx, classifier_int8.onnx), beside DIR/serving/; with "
-        "--keras-hub, its keras-hub preset to DIR/keras_hub/",
+        help="instead: export a `finetune` output beside DIR/serving/: with --onnx, the "
+        "raw-string classifier to DIR/onnx/ (classifier.onnx, classifier_int8.onnx); with "
+        "--hf, DIR/hf/; with --keras-hub, its keras-hub preset to DIR/keras_hub/",
     )
     parser.add_argument(
         "--from-hub",
@@ -78,17 +86,27 @@ def run(args: argparse.Namespace) -> int:
 
     if args.finetuned:
         extra = args.output or args.checkpoint or args.from_hub or args.tflite
-        if not (args.onnx or args.keras_hub) or extra:
+        if not (args.onnx or args.hf or args.keras_hub) or extra:
             raise ExportError(
-                "--finetuned DIR takes --onnx and/or --keras-hub and writes DIR/onnx/, "
-                "DIR/keras_hub/: no --output, --checkpoint, --from-hub or --tflite"
+                "--finetuned DIR takes --onnx, --hf and/or --keras-hub and writes DIR/onnx/, "
+                "DIR/hf/, DIR/keras_hub/: no --output, --checkpoint, --from-hub or --tflite"
             )
+        # Every check before any folder is written.
+        if args.hf:
+            from export.hf import check_finetuned_hf, export_finetuned_hf
+
+            check_finetuned_hf(args.finetuned)
         if args.keras_hub:
             from albert_tf.convert.keras_hub import import_keras_hub
 
             import_keras_hub()  # a missing extra is one line before any work
         if args.onnx:
             _export_finetuned_onnx(args.finetuned)
+        if args.hf:
+            path, architecture, note = export_finetuned_hf(args.finetuned)
+            print(f"wrote {path}: {architecture}")
+            if note:
+                print(f"  {note}")
         if args.keras_hub:
             from export.keras_hub import export_finetuned_keras_hub
 
@@ -100,10 +118,17 @@ def run(args: argparse.Namespace) -> int:
         raise ExportError("--output is required")
     check_output_path(args.output, args.overwrite)
     if args.from_hub:
-        if args.checkpoint or args.sp_model or args.tflite or args.onnx or args.keras_hub:
+        if (
+            args.checkpoint
+            or args.sp_model
+            or args.tflite
+            or args.onnx
+            or args.keras_hub
+            or args.hf
+        ):
             raise ExportError(
                 "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx, "
-                "--keras-hub"
+                "--keras-hub, --hf"
             )
         from export.load import hub_to_checkpoint_dir
 
@@ -122,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
         do_lower_case=args.do_lower_case,
         onnx=args.onnx,
         keras_hub=args.keras_hub,
+        hf=args.hf,
     )
     if bundle.encoder:
         mlm = "with .mlm" if bundle.has_mlm else "without .mlm (no MLM head in the checkpoint)"
@@ -146,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{accuracy['pooled_min_cosine']:.6f}, max |diff| "
                 f"{accuracy['sequence_max_abs_diff']:.2e}"
             )
+    if bundle.hf:
+        print(f"wrote {bundle.hf}: {bundle.hf_architecture}")
     if bundle.keras_hub_report:
         print(f"wrote {bundle.keras_hub}")
         _print_keras_hub_report(bundle.keras_hub_report)

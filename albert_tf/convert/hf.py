@@ -88,6 +88,10 @@ BLOCK_TABLE = (
 # Buffers and tied copies: the position-id buffer, and the MLM decoder (tied to the word
 # embeddings and to `predictions.bias`; checked equal before being ignored).
 IGNORED = re.compile(r"embeddings\.position_ids$|^predictions\.decoder\.(weight|bias)$")
+# Fine-tuned task heads (AlbertForSequenceClassification, ...ForTokenClassification,
+# ...ForMultipleChoice: `classifier`; ...ForQuestionAnswering: `qa_outputs`): a checkpoint
+# directory has no place for them, so only the encoder is converted.
+TASK_HEAD = re.compile(r"^(classifier|qa_outputs)\.(weight|bias)$")
 
 
 def target_of(key: str) -> tuple[str, bool] | None:
@@ -104,6 +108,30 @@ def target_of(key: str) -> tuple[str, bool] | None:
             if match:
                 return _BLOCK.format(*layer.groups()) + name.format(*match.groups()), transpose
     return None
+
+
+def _fill(pattern: str, groups: tuple[str, ...]) -> str:
+    """The key a TABLE pattern matches when its groups are `groups` (patterns hold only
+    escaped dots and alternation groups)."""
+    values = iter(groups)
+    return re.sub(r"\([^)]*\)", lambda _: next(values), pattern).replace("\\.", ".")
+
+
+def source_of(name: str) -> tuple[str, bool]:
+    """(HF key without `albert.`, transpose?) of our variable `name`: TABLE and BLOCK_TABLE read
+    backwards, checked against `target_of`. CheckpointError for a variable HF has no key for."""
+    block = re.fullmatch(r"encoder/transformer/group_(\d+)/inner_group_(\d+)/(.+)", name)
+    rows = BLOCK_TABLE if block else TABLE
+    rest = block.group(3) if block else name
+    for pattern, template, transpose in rows:
+        match = re.fullmatch(re.escape(template).replace(r"\{\}", "([a-z_]+)"), rest)
+        if match:
+            key = _fill(pattern, match.groups())
+            if block:
+                key = _fill(_LAYER, block.groups()[:2]) + key
+            if target_of(key) == (name, transpose):
+                return key, transpose
+    raise CheckpointError(f"variable {name} has no Hugging Face ALBERT name")
 
 
 def config_from_hf(values: dict) -> AlbertConfig:
@@ -169,14 +197,22 @@ def _check_tied(tensors: dict[str, np.ndarray]) -> None:
 def load_hf_checkpoint(path: str | os.PathLike) -> CheckpointDir:
     """Builds our encoder (and the heads present) filled from an HF ALBERT directory.
 
-    An `AlbertForMaskedLM` has no pooler: ours keeps its random initialization (a warning is
+    A fine-tuned task head (`classifier.*`, `qa_outputs.*`) is left out, with a warning. An
+    `AlbertForMaskedLM` has no pooler: ours keeps its random initialization (a warning is
     printed), so `pooled_output` is meaningless until fine-tuned.
     """
     config, tensors = read_hf_dir(path)
     _check_tied(tensors)
+    heads = sorted(key for key in tensors if TASK_HEAD.match(key))
+    if heads:
+        print(
+            f"warning: {path} holds a fine-tuned task head ({', '.join(heads)}); only its "
+            "encoder is converted",
+            file=sys.stderr,
+        )
     values = {}
     for key, array in tensors.items():
-        if IGNORED.search(key):
+        if IGNORED.search(key) or TASK_HEAD.match(key):
             continue
         target = target_of(key)
         if target is None:

@@ -1,0 +1,315 @@
+"""`export --hf`: a model -> a Hugging Face transformers folder (`hf/`), without torch.
+
+The folder holds `config.json` (every key of transformers' `AlbertConfig`, so nothing falls
+back to its xxlarge defaults), `model.safetensors` (float32, written with `safetensors.numpy`)
+and, with a SentencePiece model, the tokenizer (`export.hf_tokenizer`). Weight names come from
+the one table `albert_tf.convert.hf` reads HF folders with, read backwards (`source_of`).
+
+- A pretraining checkpoint becomes an `AlbertForPreTraining` (MLM and SOP heads present), an
+  `AlbertForMaskedLM` (MLM head only; its pooler is written too, which that class reports as
+  unexpected) or an `AlbertModel`; the MLM decoder is not written, as transformers ties it to
+  the word embeddings and `predictions.bias`. Every class loads the folder with no missing
+  weights; a class without one of its heads reports that head as unexpected, as usual.
+- A fine-tuned model becomes the transformers class of its task (`TASK_CLASSES`), its head
+  under `classifier.*` or `qa_outputs.*`; tagging and SQuAD models leave out the pooler, which
+  they never read and their transformers classes do not have.
+
+What transformers cannot compute is refused before anything is written
+(`check_hf_exportable`): attention-only or FFN-only sharing, a layer-to-group assignment that
+transformers' `int(i / (L / G))` does not reproduce, an activation it has no name for. Sharing
+nothing travels as one group per layer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from albert_tf.config import AlbertConfig
+from albert_tf.convert.hf import CONFIG_FILE, WEIGHTS_FILE, source_of
+from albert_tf.errors import ExportError
+
+HF_DIR = "hf"
+
+# Our `hidden_act` -> the transformers name of the same function: our (and the original's)
+# "gelu" is the tanh form, transformers' "gelu_new"; transformers' "gelu" is the erf form.
+HF_ACTIVATION_NAMES = {
+    "gelu": "gelu_new",
+    "gelu_new": "gelu_new",
+    "gelu_exact": "gelu",
+    "gelu_python": "gelu",
+    "relu": "relu",
+    "swish": "silu",
+}
+
+# Fine-tuning task -> (transformers class, HF name of the head's dense layer).
+TASK_CLASSES = {
+    "classify": ("AlbertForSequenceClassification", "classifier"),
+    "regress": ("AlbertForSequenceClassification", "classifier"),
+    "tag": ("AlbertForTokenClassification", "classifier"),
+    "squad": ("AlbertForQuestionAnswering", "qa_outputs"),
+    "multiple-choice": ("AlbertForMultipleChoice", "classifier"),
+}
+
+# transformers' defaults for the pretraining special tokens when there is no SentencePiece
+# model to read them from (ALBERT's: <pad> 0, [CLS] 2, [SEP] 3).
+_DEFAULT_TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3}
+_NONE_SHARING_BLOCK = re.compile(r"encoder/transformer/group_\d+/layer_(\d+)/")
+
+
+def hf_groups(config: AlbertConfig) -> int:
+    """`num_hidden_groups` of the HF model: ours, or one group per layer when nothing is
+    shared."""
+    return config.num_hidden_layers if config.shared_params == "none" else config.num_hidden_groups
+
+
+def check_hf_exportable(config: AlbertConfig) -> None:
+    """ExportError (one line) unless transformers' ALBERT computes what `config` describes."""
+    if config.shared_params in ("attention", "ffn"):
+        raise ExportError(
+            f"shared_params={config.shared_params!r} cannot travel to Hugging Face: transformers' "
+            "ALBERT shares whole blocks or nothing"
+        )
+    if config.hidden_act not in HF_ACTIVATION_NAMES:
+        raise ExportError(f"hidden_act {config.hidden_act!r} has no Hugging Face equivalent")
+    layers, groups = config.num_hidden_layers, hf_groups(config)
+    ours = [config.group_of_layer(i) if config.shared_params == "all" else i for i in range(layers)]
+    theirs = [int(i / (layers / groups)) for i in range(layers)]
+    if ours != theirs:
+        layer = next(i for i in range(layers) if ours[i] != theirs[i])
+        raise ExportError(
+            f"{layers} layers in {groups} groups cannot travel to Hugging Face: layer {layer} "
+            f"uses group {ours[layer]} here and would use group {theirs[layer]} in transformers"
+        )
+
+
+def hf_config(
+    config: AlbertConfig,
+    architecture: str,
+    special_ids: dict[str, int] | None = None,
+    **task: Any,
+) -> dict[str, Any]:
+    """The `config.json` of an HF ALBERT: every `AlbertConfig` key, `architectures`,
+    `model_type`; `special_ids` (`pad_token_id`, `bos_token_id`, `eos_token_id`) default to
+    ALBERT's; `task` adds or replaces keys (`id2label`, `label2id`, `problem_type`)."""
+    values: dict[str, Any] = {
+        "architectures": [architecture],
+        "model_type": "albert",
+        **{
+            field: getattr(config, field)
+            for field in (
+                "vocab_size",
+                "embedding_size",
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "intermediate_size",
+                "inner_group_num",
+                "hidden_dropout_prob",
+                "attention_probs_dropout_prob",
+                "max_position_embeddings",
+                "type_vocab_size",
+                "initializer_range",
+            )
+        },
+        "num_hidden_groups": hf_groups(config),
+        "hidden_act": HF_ACTIVATION_NAMES[config.hidden_act],
+        "layer_norm_eps": 1e-12,
+        "classifier_dropout_prob": 0.1,
+        "position_embedding_type": "absolute",  # transformers 4.x reads it
+        **(special_ids or _DEFAULT_TOKEN_IDS),
+        "tie_word_embeddings": True,
+        "id2label": {"0": "LABEL_0", "1": "LABEL_1"},
+        "label2id": {"LABEL_0": 0, "LABEL_1": 1},
+        "problem_type": None,
+        "dtype": "float32",
+        "chunk_size_feed_forward": 0,
+        "is_encoder_decoder": False,
+        "output_attentions": False,
+        "output_hidden_states": False,
+        "return_dict": True,
+    }
+    return values | task
+
+
+def hf_name(name: str) -> str:
+    """Our variable name as the `shared_params="all"` layout names it: with sharing "none",
+    layer L's block (`group_G/layer_L/inner_group_I`) is HF's group L."""
+    return _NONE_SHARING_BLOCK.sub(r"encoder/transformer/group_\1/", name)
+
+
+def hf_tensors(variables: dict[str, Any]) -> dict[str, np.ndarray]:
+    """HF tensors (float32, HF layout and names, `albert.` before the encoder's) of our
+    variables by name (`albert_tf.convert.common.variables_by_name`: the MLM head's table is
+    the word embeddings, which transformers ties its decoder to)."""
+    tensors = {}
+    for name, variable in variables.items():
+        key, transpose = source_of(hf_name(name))
+        if name.startswith("encoder/"):
+            key = f"albert.{key}"
+        array = np.asarray(variable.numpy(), np.float32)
+        tensors[key] = np.ascontiguousarray(array.T if transpose else array)
+    return tensors
+
+
+def write_hf_dir(
+    target: str | os.PathLike,
+    config_values: dict[str, Any],
+    tensors: dict[str, np.ndarray],
+    sp_model: str | os.PathLike | None,
+    do_lower_case: bool,
+) -> Path:
+    """Writes `config.json`, `model.safetensors` and (with `sp_model`) the tokenizer files into
+    the existing empty directory `target`."""
+    from safetensors.numpy import save_file
+
+    from export.hf_tokenizer import write_tokenizer
+
+    target = Path(target)
+    (target / CONFIG_FILE).write_text(json.dumps(config_values, indent=2) + "\n", encoding="utf-8")
+    # transformers reads safetensors whose metadata names the framework ("pt").
+    save_file(tensors, str(target / WEIGHTS_FILE), metadata={"format": "pt"})
+    if sp_model is not None:
+        write_tokenizer(target, sp_model, do_lower_case, config_values["max_position_embeddings"])
+    return target
+
+
+def special_token_ids(sp_model: str | os.PathLike | None) -> dict[str, int] | None:
+    """`pad_token_id`, `bos_token_id` ([CLS]), `eos_token_id` ([SEP]) of a SentencePiece
+    model; None without one."""
+    if sp_model is None:
+        return None
+    from preprocess.tokenizer import CLS, PAD, SEP, load_sp_model
+
+    sp = load_sp_model(sp_model)
+    return {
+        "pad_token_id": sp.piece_to_id(PAD),
+        "bos_token_id": sp.piece_to_id(CLS),
+        "eos_token_id": sp.piece_to_id(SEP),
+    }
+
+
+def export_checkpoint_hf(
+    checkpoint: Any,
+    target: str | os.PathLike,
+    sp_model: str | os.PathLike | None,
+    do_lower_case: bool = True,
+) -> str:
+    """Writes `checkpoint` (an `albert_tf.checkpoint.CheckpointDir`) into the empty directory
+    `target`; returns the transformers class it is (`architectures`). Call
+    `check_hf_exportable` first."""
+    from albert_tf.convert.common import variables_by_name
+
+    if checkpoint.mlm_head is not None and checkpoint.sop_head is not None:
+        architecture = "AlbertForPreTraining"
+    elif checkpoint.mlm_head is not None:
+        architecture = "AlbertForMaskedLM"
+    else:
+        architecture = "AlbertModel"
+    variables = variables_by_name(checkpoint)
+    values = hf_config(checkpoint.config, architecture, special_token_ids(sp_model))
+    write_hf_dir(target, values, hf_tensors(variables), sp_model, do_lower_case)
+    return architecture
+
+
+def _task_fields(settings: Any) -> dict[str, Any]:
+    """The `config.json` keys of a fine-tuned task: its labels and `problem_type`."""
+    if settings.task == "regress":
+        return {
+            "id2label": {"0": "LABEL_0"},
+            "label2id": {"LABEL_0": 0},
+            "problem_type": "regression",
+        }
+    if settings.task in ("classify", "tag"):
+        labels = list(settings.labels)
+        fields = {
+            "id2label": {str(i): label for i, label in enumerate(labels)},
+            "label2id": {label: i for i, label in enumerate(labels)},
+        }
+        if settings.task == "classify":
+            fields["problem_type"] = "single_label_classification"
+        return fields
+    return {}
+
+
+def _not_in_hf(settings: Any, dtype: str) -> str | None:
+    """One line saying what our fine-tuned model computes and the HF model does not; None when
+    they compute the same."""
+    notes = []
+    if settings.max_windows > 1:
+        pooled = "averages" if settings.task == "tag" else f"{settings.window_pooling}-pools"
+        notes.append(
+            f"reads one window of {settings.max_seq_length} tokens (albert-tf {pooled} the "
+            f"logits of up to {settings.max_windows} windows of a long text)"
+        )
+    if settings.task == "squad":
+        notes.append(
+            "leaves padding positions' logits as computed (albert-tf sets them to -10000) and "
+            "has no doc-stride windows or answer extraction (albert-tf predict does both)"
+        )
+    if dtype != "float32":
+        notes.append(f"computes in float32 (fine-tuned in {dtype})")
+    return "the Hugging Face model " + "; ".join(notes) if notes else None
+
+
+def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
+    """ExportError (one line) for a fine-tuned directory that cannot travel: fine-tuned from a
+    TF-Hub encoder (whose weights are not ours to name), or refused by `check_hf_exportable`.
+    Reads only `finetune.json` and the config; CheckpointError if the directory is not one."""
+    from albert_tf.config import CONFIG_FILE as OUR_CONFIG_FILE
+    from albert_tf.errors import CheckpointError
+    from albert_tf.finetune.predict import METADATA_FILE
+
+    finetuned_dir = Path(finetuned_dir)
+    try:
+        metadata = json.loads((finetuned_dir / METADATA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise CheckpointError(
+            f"{finetuned_dir} is not a fine-tuned model directory (no readable {METADATA_FILE})"
+        ) from None
+    if metadata.get("encoder") == "hub":
+        raise ExportError(
+            f"{finetuned_dir} fine-tuned a TF-Hub encoder: --hf exports models fine-tuned from "
+            "an albert-tf checkpoint"
+        )
+    check_hf_exportable(AlbertConfig.from_json_file(finetuned_dir / OUR_CONFIG_FILE))
+
+
+def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, str | None]:
+    """Writes `finetuned_dir/hf/` (replaced atomically) with the transformers class of the
+    task (`TASK_CLASSES`) and the model's tokenizer. Returns (the folder, the class, one line
+    saying what the HF model does not compute that ours does, or None).
+
+    Raises CheckpointError (not a fine-tuned model directory) and ExportError (see
+    `check_finetuned_hf`) before anything is written.
+    """
+    from albert_tf.finetune.predict import load_finetuned
+    from albert_tf.io_utils import atomic_dir
+
+    check_finetuned_hf(finetuned_dir)
+    finetuned_dir = Path(finetuned_dir)
+    finetuned = load_finetuned(finetuned_dir)
+    encoder = finetuned.model.encoder
+    settings = finetuned.task.settings
+    architecture, head_name = TASK_CLASSES[settings.task]
+    variables = {v.name.removesuffix(":0"): v for v in encoder.variables}
+    if finetuned.task.reads == "sequence_output":
+        # The token-level classes have no pooler, and these tasks never read it.
+        variables = {k: v for k, v in variables.items() if not k.startswith("encoder/pooler/")}
+    tensors = hf_tensors(variables)
+    dense = finetuned.model.task_head.dense
+    tensors[f"{head_name}.weight"] = np.ascontiguousarray(dense.kernel.numpy().T, np.float32)
+    tensors[f"{head_name}.bias"] = np.asarray(dense.bias.numpy(), np.float32)
+    sp_model = finetuned.tokenizer.sp_model_path
+    values = hf_config(
+        encoder.config, architecture, special_token_ids(sp_model), **_task_fields(settings)
+    )
+    with atomic_dir(finetuned_dir / HF_DIR, overwrite=True) as tmp:
+        write_hf_dir(tmp, values, tensors, sp_model, finetuned.metadata["do_lower_case"])
+    note = _not_in_hf(settings, finetuned.metadata.get("dtype", "float32"))
+    return finetuned_dir / HF_DIR, architecture, note
