@@ -3,8 +3,10 @@ SavedModel, TFLite encoders, and loading an export back into a checkpoint direct
 
 `export_bundle` is `albert-tf export`: `encoder/`, `preprocess/`, and optionally `tflite/` and
 `onnx/`. `save_encoder` writes the encoder SavedModel alone, `export_tflite` the TFLite files,
-`export_onnx` the ONNX files (the `onnx` extra), and `hub_to_checkpoint_dir` reads an exported
-encoder back into a checkpoint directory.
+`export_onnx` the ONNX files (the `onnx` extra), `export_checkpoint_hf` / `export_finetuned_hf` a
+Hugging Face transformers folder, `write_checkpoint_preset` / `export_finetuned_keras_hub` a
+keras-hub preset (the `keras-hub` extra), and `hub_to_checkpoint_dir` reads an exported encoder
+back into a checkpoint directory.
 """
 
 from albert_tf.lazy import lazy_exports
@@ -16,6 +18,11 @@ _LAZY = {
     "export_tflite": "export.tflite",
     "export_onnx": "export.onnx",
     "hub_to_checkpoint_dir": "export.load",
+    "export_checkpoint_hf": "export.hf",
+    "export_finetuned_hf": "export.hf",
+    "write_checkpoint_preset": "export.keras_hub",
+    "export_finetuned_keras_hub": "export.keras_hub",
+    "preset_tokenizer": "export.keras_hub_tokenizer",
 }
 
 __all__ = [*_LAZY]

@@ -1,4 +1,4 @@
-"""Converters from the original TF1 and Hugging Face ALBERT checkpoints to our checkpoint dir.
+"""Converters from the original TF1, Hugging Face and keras-hub ALBERT checkpoints to ours.
 
 `convert_*` write a checkpoint directory (`albert-tf convert`); `load_*` return the model in
 memory; `config_from_hf` reads a Hugging Face `config.json` as an `AlbertConfig`.
@@ -12,6 +12,8 @@ _LAZY = {
     "convert_hf_checkpoint": "albert_tf.convert.hf",
     "load_hf_checkpoint": "albert_tf.convert.hf",
     "config_from_hf": "albert_tf.convert.hf",
+    "convert_keras_hub_preset": "albert_tf.convert.keras_hub",
+    "read_keras_hub_preset": "albert_tf.convert.keras_hub",
 }
 
 __all__ = [*_LAZY]
