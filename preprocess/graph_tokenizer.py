@@ -13,15 +13,18 @@ into a SavedModel and runs in `tf.data`:
    of the `sentencepiece` package the original ran on (`tf_text.SentencepieceTokenizer` bundles
    an older SentencePiece). Where several orders of the same pieces score the same (runs of one
    repeated string: "0", "00" or "00", "0"), float32 rounding of the row's score decides, and
-   the fast tokenizer may decide otherwise (after a character outside the vocabulary: "$5,000,"
-   after an emoji). `preprocess.graph_piece_order` puts every run back in `sentencepiece`'s
-   order, redoing its Viterbi from the score where the run starts, as the ONNX graph does. That
-   score counts each unknown character, and the fast tokenizer merges them into one `<unk>`: a
-   row with an `<unk>` before such a run is tokenized again by `tf_text.SentencepieceTokenizer`
-   on the byte-fallback model (each unknown character as its bytes), ordered, and its bytes
-   merged into `<unk>` as `sentencepiece` merges unknown characters. The redone Viterbi takes
-   a loop step per character of a run (a run of 100,000 "0" takes seconds, ordinary text
-   nothing measurable). Past about 15,000 pieces in one text `sentencepiece` rebases its
+   the fast tokenizer decides otherwise after a character outside the vocabulary ("$5,000,"
+   after an emoji), which it scores unlike `sentencepiece`; without one, its order is
+   `sentencepiece`'s (measured: the reference strings, the property tests of
+   tests/test_tokenizer_properties.py and tests/test_tokenizer_agreement.py). A row with an
+   `<unk>` before such a run is tokenized again by `tf_text.SentencepieceTokenizer` on the
+   byte-fallback model (each unknown character as its bytes, so each is scored), and
+   `preprocess.graph_piece_order` puts its runs in `sentencepiece`'s order, redoing its Viterbi
+   from the score where each run starts, as the ONNX graph does; then its bytes are merged
+   into `<unk>` as `sentencepiece` merges unknown characters. Other rows cost two dozen
+   vectorized ops; the redone Viterbi takes a loop step per character of a run (a run of
+   100,000 "0" after an emoji takes seconds). Past about 15,000 pieces in one text
+   `sentencepiece` rebases its
    running score, which is not redone (`preprocess.piece_order`): there tied orders may differ
    ("the 1,000 " 5,000 times differs from its 22,517th piece on, as before this step existed);
 6. the original's digit-comma re-split as a table lookup: every vocabulary id maps to the ids it
@@ -244,22 +247,22 @@ class GraphTokenizer(tf.Module):
 
     def _in_order(self, text: tf.Tensor, ids: tf.RaggedTensor) -> tf.RaggedTensor:
         """The fast tokenizer's ids [B, (P)] of normalized `text` [B] with every run of one
-        repeated string in `sentencepiece`'s order (step 5 of the module docstring)."""
-        ordered = self._order(ids)
+        repeated string in `sentencepiece`'s order (step 5 of the module docstring): rows with
+        an `<unk>` before a run are tokenized again and ordered, the others kept."""
         again = self._order.unknown_before_run(ids, self.unk_id)  # [B]
 
         def with_unknowns_counted():
             rows, kept = tf.where(again)[:, 0], tf.where(~again)[:, 0]
             redone = self._sp_bytes.tokenize(tf.gather(text, rows))  # [R, (P)]
             redone = self._merge_unknown_bytes(self._order(redone.with_row_splits_dtype(tf.int64)))
-            merged = tf.concat([tf.gather(ordered, kept), redone], 0)
+            merged = tf.concat([tf.gather(ids, kept), redone], 0)
             merged = tf.gather(merged, tf.argsort(tf.concat([kept, rows], 0)))  # [B, (P)]
             return merged.flat_values, merged.row_splits
 
         values, splits = tf.cond(
             tf.reduce_any(again),
             with_unknowns_counted,
-            lambda: (ordered.flat_values, ordered.row_splits),
+            lambda: (ids.flat_values, ids.row_splits),
         )
         return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
 
