@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from albert_tf.config import SP_MODEL_FILE
 from albert_tf.errors import ExportError
 from albert_tf.io_utils import atomic_dir, check_output_path
+from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 ENCODER_DIR = "encoder"
 PREPROCESS_DIR = "preprocess"
@@ -51,8 +52,10 @@ def _check_arguments(
     onnx: bool = False,
     keras_hub: bool = False,
     hf: bool = False,
-) -> Path | None:
-    """Every check that needs no model, before any work; returns the SentencePiece model.
+    do_lower_case: bool = True,
+) -> AlbertTokenizer | None:
+    """Every check that needs no model, before any work; returns the SentencePiece model,
+    loaded once here for every part of the export.
 
     `seq_length` is checked only where it is used: preprocess/ needs room for three segments,
     and preprocess/ beside an encoder and the TFLite encoders must fit the encoder's
@@ -92,13 +95,13 @@ def _check_arguments(
             check_hf_exportable(config)
         if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
             sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
+    tokenizer = None
     if sp_model is not None:
         from preprocess.preprocess_model import check_seq_length
-        from preprocess.tokenizer import load_sp_model
 
         check_seq_length(seq_length)
-        if config is not None:
-            load_sp_model(sp_model, config.vocab_size)
+        vocab_size = None if config is None else config.vocab_size
+        tokenizer = as_tokenizer(sp_model, do_lower_case, vocab_size)
     users = [
         name
         for name, used in (("preprocess/", sp_model), ("TFLite", tflite), ("ONNX", onnx))
@@ -113,7 +116,7 @@ def _check_arguments(
             f"seq_length {seq_length} (of {' and '.join(users)}) exceeds the model's "
             f"max_position_embeddings {config.max_position_embeddings}; lower --seq-length"
         )
-    return None if sp_model is None else Path(sp_model)
+    return tokenizer
 
 
 def export_bundle(
@@ -149,7 +152,9 @@ def export_bundle(
     with `hf` or `keras_hub`), CheckpointError (missing config or checkpoint), TokenizerError (unusable SentencePiece model), OutputError (exists and not `overwrite`,
     unwritable). Nothing is left at `output_dir` on failure.
     """
-    sp_model = _check_arguments(checkpoint_dir, sp_model, seq_length, tflite, onnx, keras_hub, hf)
+    tokenizer = _check_arguments(
+        checkpoint_dir, sp_model, seq_length, tflite, onnx, keras_hub, hf, do_lower_case
+    )
     output_dir = Path(output_dir)
     check_output_path(output_dir, overwrite)
     checkpoint = None
@@ -168,15 +173,15 @@ def export_bundle(
             from export.encoder import save_encoder
 
             progress.set_postfix_str("encoder SavedModel")
-            save_encoder(tmp / ENCODER_DIR, checkpoint.encoder, checkpoint.mlm_head, sp_model)
+            save_encoder(tmp / ENCODER_DIR, checkpoint.encoder, checkpoint.mlm_head, tokenizer)
             result.encoder = output_dir / ENCODER_DIR
             result.has_mlm = checkpoint.mlm_head is not None
             progress.update()
-        if sp_model is not None:
+        if tokenizer is not None:
             from preprocess.preprocess_model import save_preprocess_model
 
             progress.set_postfix_str("preprocess SavedModel")
-            save_preprocess_model(sp_model, tmp / PREPROCESS_DIR, seq_length, do_lower_case)
+            save_preprocess_model(tokenizer, tmp / PREPROCESS_DIR, seq_length, do_lower_case)
             result.preprocess = output_dir / PREPROCESS_DIR
         progress.update()
         if tflite:
@@ -200,7 +205,7 @@ def export_bundle(
                 checkpoint_dir,
                 tmp,
                 seq_length,
-                sp_model=sp_model,
+                sp_model=tokenizer,
                 do_lower_case=do_lower_case,
                 saved_model_dir=tmp / ENCODER_DIR,
             )
@@ -211,7 +216,7 @@ def export_bundle(
 
             progress.set_postfix_str("keras-hub preset")
             result.keras_hub_report = write_checkpoint_preset(
-                checkpoint, tmp / KERAS_HUB_DIR, sp_model, seq_length, do_lower_case
+                checkpoint, tmp / KERAS_HUB_DIR, tokenizer, seq_length, do_lower_case
             )
             result.keras_hub = output_dir / KERAS_HUB_DIR
             progress.update()
@@ -221,7 +226,7 @@ def export_bundle(
             progress.set_postfix_str("Hugging Face")
             (tmp / HF_DIR).mkdir()
             result.hf_architecture = export_checkpoint_hf(
-                checkpoint, tmp / HF_DIR, sp_model, do_lower_case
+                checkpoint, tmp / HF_DIR, tokenizer, do_lower_case
             )
             result.hf = output_dir / HF_DIR
             progress.update()

@@ -33,7 +33,7 @@ import tensorflow as tf
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.heads import MaskedLMHead
-from preprocess.tokenizer import load_sp_model
+from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 try:
     from tensorflow.python.saved_model.save_context import save_context
@@ -131,7 +131,7 @@ def save_encoder(
     output_dir: str | os.PathLike,
     encoder: AlbertEncoder,
     mlm_head: MaskedLMHead | None = None,
-    sp_model: str | os.PathLike | None = None,
+    sp_model: str | os.PathLike | AlbertTokenizer | None = None,
 ) -> tf.Module:
     """Saves the encoder SavedModel into `output_dir`; returns the saved module.
 
@@ -140,8 +140,8 @@ def save_encoder(
     SavedModel stores only asset basenames, so no source or scratch path ends up in it.
     """
     config = encoder.config
-    if sp_model is not None:
-        load_sp_model(sp_model, config.vocab_size)
+    # The SentencePiece model is checked here (and loaded unless a loaded one is given).
+    tokenizer = None if sp_model is None else as_tokenizer(sp_model, vocab_size=config.vocab_size)
     # `tf.saved_model.save` retraces every function whose trace was made outside a save context
     # (the context is part of the trace cache key); tracing inside one saves that second trace.
     tracing = (
@@ -154,9 +154,9 @@ def save_encoder(
         config_file = Path(staging) / CONFIG_FILE
         config.to_json_file(config_file)
         module.albert_config_file = tf.saved_model.Asset(str(config_file))
-        if sp_model is not None:
+        if tokenizer is not None:
             sp_file = Path(staging) / SP_MODEL_FILE
-            shutil.copyfile(sp_model, sp_file)
+            shutil.copyfile(tokenizer.sp_model_path, sp_file)
             module.sp_model_file = tf.saved_model.Asset(str(sp_file))
         tf.saved_model.save(module, str(output_dir), signatures={"serving_default": signature})
     return module

@@ -33,6 +33,7 @@ import numpy as np
 from albert_tf.config import AlbertConfig
 from albert_tf.convert.hf import CONFIG_FILE, WEIGHTS_FILE, source_of
 from albert_tf.errors import ExportError
+from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 HF_DIR = "hf"
 
@@ -161,11 +162,11 @@ def write_hf_dir(
     target: str | os.PathLike,
     config_values: dict[str, Any],
     tensors: dict[str, np.ndarray],
-    sp_model: str | os.PathLike | None,
+    tokenizer: AlbertTokenizer | None,
     do_lower_case: bool,
 ) -> Path:
-    """Writes `config.json`, `model.safetensors` and (with `sp_model`) the tokenizer files into
-    the existing empty directory `target`."""
+    """Writes `config.json`, `model.safetensors` and (with `tokenizer`) the tokenizer files
+    into the existing empty directory `target`."""
     from safetensors.numpy import save_file
 
     from export.hf_tokenizer import write_tokenizer
@@ -174,35 +175,32 @@ def write_hf_dir(
     (target / CONFIG_FILE).write_text(json.dumps(config_values, indent=2) + "\n", encoding="utf-8")
     # transformers reads safetensors whose metadata names the framework ("pt").
     save_file(tensors, str(target / WEIGHTS_FILE), metadata={"format": "pt"})
-    if sp_model is not None:
-        write_tokenizer(target, sp_model, do_lower_case, config_values["max_position_embeddings"])
+    if tokenizer is not None:
+        write_tokenizer(target, tokenizer, do_lower_case, config_values["max_position_embeddings"])
     return target
 
 
-def special_token_ids(sp_model: str | os.PathLike | None) -> dict[str, int] | None:
-    """`pad_token_id`, `bos_token_id` ([CLS]), `eos_token_id` ([SEP]) of a SentencePiece
-    model; None without one."""
-    if sp_model is None:
+def special_token_ids(tokenizer: AlbertTokenizer | None) -> dict[str, int] | None:
+    """`pad_token_id`, `bos_token_id` ([CLS]), `eos_token_id` ([SEP]) of a tokenizer; None
+    without one."""
+    if tokenizer is None:
         return None
-    from preprocess.tokenizer import CLS, PAD, SEP, load_sp_model
-
-    sp = load_sp_model(sp_model)
     return {
-        "pad_token_id": sp.piece_to_id(PAD),
-        "bos_token_id": sp.piece_to_id(CLS),
-        "eos_token_id": sp.piece_to_id(SEP),
+        "pad_token_id": tokenizer.pad_id,
+        "bos_token_id": tokenizer.cls_id,
+        "eos_token_id": tokenizer.sep_id,
     }
 
 
 def export_checkpoint_hf(
     checkpoint: Any,
     target: str | os.PathLike,
-    sp_model: str | os.PathLike | None,
+    sp_model: str | os.PathLike | AlbertTokenizer | None,
     do_lower_case: bool = True,
 ) -> str:
     """Writes `checkpoint` (an `albert_tf.checkpoint.CheckpointDir`) into the empty directory
-    `target`; returns the transformers class it is (`architectures`). Call
-    `check_hf_exportable` first."""
+    `target`, with the tokenizer of `sp_model` (a path or the loaded tokenizer) if given;
+    returns the transformers class it is (`architectures`). Call `check_hf_exportable` first."""
     from albert_tf.convert.common import variables_by_name
 
     if checkpoint.mlm_head is not None and checkpoint.sop_head is not None:
@@ -212,8 +210,9 @@ def export_checkpoint_hf(
     else:
         architecture = "AlbertModel"
     variables = variables_by_name(checkpoint)
-    values = hf_config(checkpoint.config, architecture, special_token_ids(sp_model))
-    write_hf_dir(target, values, hf_tensors(variables), sp_model, do_lower_case)
+    tokenizer = None if sp_model is None else as_tokenizer(sp_model, do_lower_case)
+    values = hf_config(checkpoint.config, architecture, special_token_ids(tokenizer))
+    write_hf_dir(target, values, hf_tensors(variables), tokenizer, do_lower_case)
     return architecture
 
 
@@ -305,11 +304,11 @@ def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, st
     dense = finetuned.model.task_head.dense
     tensors[f"{head_name}.weight"] = np.ascontiguousarray(dense.kernel.numpy().T, np.float32)
     tensors[f"{head_name}.bias"] = np.asarray(dense.bias.numpy(), np.float32)
-    sp_model = finetuned.tokenizer.sp_model_path
+    tokenizer = finetuned.tokenizer  # the fine-tuned model's own, loaded once
     values = hf_config(
-        encoder.config, architecture, special_token_ids(sp_model), **_task_fields(settings)
+        encoder.config, architecture, special_token_ids(tokenizer), **_task_fields(settings)
     )
     with atomic_dir(finetuned_dir / HF_DIR, overwrite=True) as tmp:
-        write_hf_dir(tmp, values, tensors, sp_model, finetuned.metadata["do_lower_case"])
+        write_hf_dir(tmp, values, tensors, tokenizer, finetuned.metadata["do_lower_case"])
     note = _not_in_hf(settings, finetuned.metadata.get("dtype", "float32"))
     return finetuned_dir / HF_DIR, architecture, note

@@ -58,7 +58,16 @@ from typing import Any
 from albert_tf.convert.hf import SP_MODEL_FILE
 from albert_tf.errors import InstallError
 from preprocess.normalize import code_points, re2_class_body
-from preprocess.tokenizer import CLS, MASK, PAD, SEP, UNK, WORD_START, load_sp_model
+from preprocess.tokenizer import (
+    CLS,
+    MASK,
+    PAD,
+    SEP,
+    UNK,
+    WORD_START,
+    AlbertTokenizer,
+    as_tokenizer,
+)
 
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
@@ -193,11 +202,14 @@ def _piece_score(piece: Any) -> float:
     return piece.score if piece.type == _NORMAL else 0.0
 
 
-def tokenizer_json(sp_model: str | os.PathLike, do_lower_case: bool) -> dict[str, Any]:
-    """The `tokenizer.json` (as a dict) of the pipeline in the module docstring."""
+def tokenizer_json(
+    sp_model: str | os.PathLike | AlbertTokenizer, do_lower_case: bool
+) -> dict[str, Any]:
+    """The `tokenizer.json` (as a dict) of the pipeline in the module docstring; `sp_model` is
+    a path or the loaded tokenizer."""
     from sentencepiece import sentencepiece_model_pb2
 
-    sp = load_sp_model(sp_model)
+    sp = as_tokenizer(sp_model, do_lower_case).sp_model
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(sp.serialized_model_proto())
     specials = [
@@ -281,20 +293,21 @@ def tokenizer_config(do_lower_case: bool, model_max_length: int) -> dict[str, An
 
 def write_tokenizer(
     directory: str | os.PathLike,
-    sp_model: str | os.PathLike,
+    sp_model: str | os.PathLike | AlbertTokenizer,
     do_lower_case: bool,
     model_max_length: int,
 ) -> None:
     """Writes the tokenizer files of an HF folder into `directory`: `spiece.model` (a copy of
     `sp_model`), `tokenizer.json`, `tokenizer_config.json` and `REMOTE_CODE_FILE`. A directory
-    with only these loads with `hf_tokenizer` too."""
+    with only these loads with `hf_tokenizer` too. `sp_model` is a path or the loaded tokenizer."""
     directory = Path(directory)
-    shutil.copyfile(sp_model, directory / SP_MODEL_FILE)
+    tokenizer = as_tokenizer(sp_model, do_lower_case)
+    (directory / SP_MODEL_FILE).write_bytes(tokenizer.model_proto)
     shutil.copyfile(
         Path(__file__).with_name("hf_remote_tokenizer.py"), directory / REMOTE_CODE_FILE
     )
     (directory / TOKENIZER_FILE).write_text(
-        json.dumps(tokenizer_json(sp_model, do_lower_case), ensure_ascii=False) + "\n",
+        json.dumps(tokenizer_json(tokenizer, do_lower_case), ensure_ascii=False) + "\n",
         encoding="utf-8",
     )
     (directory / TOKENIZER_CONFIG_FILE).write_text(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from albert_tf.convert.keras_hub import (
 from albert_tf.errors import ExportError
 from albert_tf.io_utils import atomic_dir
 from export.bundle import KERAS_HUB_DIR
+from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 SOP_NOTE = "the sentence-order head stays behind: keras-hub has no ALBERT SOP head"
 
@@ -80,7 +80,7 @@ def write_preset(
     *,
     head: str | None = None,
     num_classes: int | None = None,
-    sp_model: Path | None = None,
+    sp_model: Path | AlbertTokenizer | None = None,
     do_lower_case: bool = True,
     seq_length: int = 128,
     ours: Outputs,
@@ -89,7 +89,8 @@ def write_preset(
     """Writes the keras-hub preset of `arrays` (our variable names; `head` None, "mlm" or
     "classifier" with `num_classes`) into `directory` (created if needed); returns the report.
 
-    With `sp_model` the preset has keras-hub's `AlbertTokenizer` (the combined normalizer of
+    With `sp_model` (a path or the loaded tokenizer) the preset has keras-hub's
+    `AlbertTokenizer` (the combined normalizer of
     `export.keras_hub_tokenizer`) and, for a task, its preprocessor at `seq_length`. `ours` maps
     `probe` (encoder inputs) to our outputs (`sequence_output`, `pooled_output`, and
     `mlm_logits` at every position or the classifier's `logits`); the report holds keras-hub's
@@ -98,11 +99,14 @@ def write_preset(
     keras_hub = import_keras_hub()
     models = keras_hub.models
     backbone = models.AlbertBackbone(**backbone_config(config))
-    tokenizer = preprocessor = None
+    tokenizer = preprocessor = ours_tokenizer = None
     if sp_model is not None:
         from export.keras_hub_tokenizer import albert_sp_model_proto
 
-        tokenizer = models.AlbertTokenizer(proto=albert_sp_model_proto(sp_model, do_lower_case))
+        ours_tokenizer = as_tokenizer(sp_model, do_lower_case)
+        tokenizer = models.AlbertTokenizer(
+            proto=albert_sp_model_proto(ours_tokenizer.model_proto, do_lower_case)
+        )
     if head == "mlm":
         if tokenizer is not None:
             preprocessor = models.AlbertMaskedLMPreprocessor(tokenizer, sequence_length=seq_length)
@@ -121,9 +125,9 @@ def write_preset(
     model.save_to_preset(str(directory))
     if model is backbone and tokenizer is not None:
         tokenizer.save_to_preset(str(directory))
-    if sp_model is not None:
+    if ours_tokenizer is not None:
         (directory / ORIGINAL_SP_MODEL).parent.mkdir(parents=True)
-        shutil.copyfile(sp_model, directory / ORIGINAL_SP_MODEL)
+        (directory / ORIGINAL_SP_MODEL).write_bytes(ours_tokenizer.model_proto)
 
     expected = ours(probe)
     got = _keras_hub_outputs(backbone, None, probe)
@@ -185,7 +189,7 @@ def write_report(directory: Path, report: dict[str, Any]) -> None:
 def write_checkpoint_preset(
     checkpoint: Any,
     directory: Path,
-    sp_model: Path | None,
+    sp_model: Path | AlbertTokenizer | None,
     seq_length: int,
     do_lower_case: bool,
 ) -> dict[str, Any]:
@@ -291,7 +295,7 @@ def export_finetuned_keras_hub(finetuned_dir: str | os.PathLike) -> dict[str, An
             arrays,
             head="classifier",
             num_classes=model.task_head.num_outputs,
-            sp_model=finetuned.tokenizer.sp_model_path,
+            sp_model=finetuned.tokenizer,
             do_lower_case=finetuned.tokenizer.do_lower_case,
             seq_length=settings.max_seq_length,
             ours=ours,

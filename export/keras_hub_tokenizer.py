@@ -47,11 +47,12 @@ def _ours(text: str, lower: bool) -> str:
     return text.lower() if lower else text
 
 
-def albert_normalizer_rules(sp_model_path: str | os.PathLike, lower: bool) -> list[tuple[str, str]]:
-    """(source, replacement) rules of the combined normalizer (see the module docstring)."""
+def albert_normalizer_rules(model_proto: bytes, lower: bool) -> list[tuple[str, str]]:
+    """(source, replacement) rules of the combined normalizer (see the module docstring) for
+    the serialized SentencePiece model `model_proto`."""
     import sentencepiece as spm
 
-    own = spm.SentencePieceNormalizer(model_file=str(sp_model_path))
+    own = spm.SentencePieceNormalizer(model_proto=model_proto)
     normalize: Callable[[str], str] = own.normalize
     rules = {}
     for c in code_points():
@@ -72,19 +73,18 @@ def albert_normalizer_rules(sp_model_path: str | os.PathLike, lower: bool) -> li
     return sorted(rules.items())
 
 
-def albert_sp_model_proto(sp_model_path: str | os.PathLike, lower: bool) -> bytes:
-    """The serialized SentencePiece model of `sp_model_path` with the combined normalizer:
-    pieces, scores and ids unchanged."""
+def albert_sp_model_proto(model_proto: bytes, lower: bool) -> bytes:
+    """The serialized SentencePiece model `model_proto` with the combined normalizer: pieces,
+    scores and ids unchanged."""
     import sentencepiece as spm
     from sentencepiece import sentencepiece_model_pb2
 
     model = sentencepiece_model_pb2.ModelProto()
-    with open(sp_model_path, "rb") as f:
-        model.ParseFromString(f.read())
+    model.ParseFromString(model_proto)
     compiled = sentencepiece_model_pb2.NormalizerSpec()
     compiled.ParseFromString(
         spm.SentencePieceNormalizer(
-            norm_map=albert_normalizer_rules(sp_model_path, lower)
+            norm_map=albert_normalizer_rules(model_proto, lower)
         ).serialized_normalizer_spec()
     )
     spec = model.normalizer_spec

@@ -9,12 +9,24 @@ into a SavedModel and runs in `tf.data`:
    combining class, the set Python's `unicodedata.combining` reports;
 4. `tf.strings.lower(encoding="utf-8")`: full Unicode lowercasing with Final_Sigma, like
    `str.lower` (case folding would turn "ß" into "ss"), applied between NULs, where it stops;
-5. SentencePiece with `tf_text.FastSentencepieceTokenizer`. `tf_text.SentencepieceTokenizer`
-   bundles an older SentencePiece whose Viterbi breaks ties between equal-score segmentations
-   differently from the `sentencepiece` package the original ran on (1 of the 166 reference
-   strings, a run of dashes, differs); the fast tokenizer agrees on all of them. It too can
-   break a tie of equal-score segmentations otherwise after a character outside the vocabulary
-   ("\\x80000": "0", "00" here, "00", "0" in Python), as float rounding decides those ties;
+5. SentencePiece with `tf_text.FastSentencepieceTokenizer`, which finds the Viterbi's pieces
+   of the `sentencepiece` package the original ran on (`tf_text.SentencepieceTokenizer` bundles
+   an older SentencePiece). Where several orders of the same pieces score the same (runs of one
+   repeated string: "0", "00" or "00", "0"), float32 rounding of the row's score decides, and
+   the fast tokenizer decides otherwise after a character outside the vocabulary ("$5,000,"
+   after an emoji), which it scores unlike `sentencepiece`; without one, its order is
+   `sentencepiece`'s (measured: the reference strings, the property tests of
+   tests/test_tokenizer_properties.py and tests/test_tokenizer_agreement.py). A row with an
+   `<unk>` before such a run is tokenized again by `tf_text.SentencepieceTokenizer` on the
+   byte-fallback model (each unknown character as its bytes, so each is scored), and
+   `preprocess.graph_piece_order` puts its runs in `sentencepiece`'s order, redoing its Viterbi
+   from the score where each run starts, as the ONNX graph does; then its bytes are merged
+   into `<unk>` as `sentencepiece` merges unknown characters. Other rows cost two dozen
+   vectorized ops; the redone Viterbi takes a loop step per character of a run (a run of
+   100,000 "0" after an emoji takes seconds). Past about 15,000 pieces in one text
+   `sentencepiece` rebases its
+   running score, which is not redone (`preprocess.piece_order`): there tied orders may differ
+   ("the 1,000 " 5,000 times differs from its 22,517th piece on, as before this step existed);
 6. the original's digit-comma re-split as a table lookup: every vocabulary id maps to the ids it
    becomes (itself, or for a piece ending in a `str.isdigit()` character + "," the Python
    SentencePiece tokenization of the piece without "," and "▁", then ","), built in Python at
@@ -40,15 +52,10 @@ from collections.abc import Callable
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from preprocess.graph_piece_order import PieceOrder
 from preprocess.normalize import code_points, re2_class_body
-from preprocess.tokenizer import (
-    CLS,
-    MASK,
-    PAD,
-    SEP,
-    load_sp_model,
-    resplit_rows,
-)
+from preprocess.piece_order import byte_fallback_model, piece_tables
+from preprocess.tokenizer import AlbertTokenizer, as_tokenizer, resplit_rows
 
 
 @functools.cache
@@ -134,7 +141,8 @@ class GraphTokenizer(tf.Module):
     """ALBERT tokenization as TF ops; equal to `AlbertTokenizer.encode`.
 
     Args:
-      sp_model_path: the SentencePiece `.model` file; its bytes are embedded in the graph.
+      sp_model: the SentencePiece `.model` file, or an `AlbertTokenizer` that has loaded it
+        (not loaded again); the model's bytes are embedded in the graph.
       do_lower_case: lowercase as `str.lower` after normalization.
 
     Attributes: `vocab_size, pad_id, unk_id, cls_id, sep_id, mask_id` (Python ints).
@@ -142,19 +150,27 @@ class GraphTokenizer(tf.Module):
     """
 
     def __init__(
-        self, sp_model_path: str | os.PathLike, do_lower_case: bool = True, name: str | None = None
+        self,
+        sp_model: str | os.PathLike | AlbertTokenizer,
+        do_lower_case: bool = True,
+        name: str | None = None,
     ):
         super().__init__(name=name)
-        sp = load_sp_model(sp_model_path)
+        reference = as_tokenizer(sp_model, do_lower_case)
         self.do_lower_case = do_lower_case
-        self.vocab_size = sp.get_piece_size()
-        self.pad_id = sp.piece_to_id(PAD)
-        self.unk_id = sp.unk_id()
-        self.cls_id = sp.piece_to_id(CLS)
-        self.sep_id = sp.piece_to_id(SEP)
-        self.mask_id = sp.piece_to_id(MASK)
-        with open(sp_model_path, "rb") as f:
-            self._sp = tf_text.FastSentencepieceTokenizer(f.read())
+        self.vocab_size = reference.vocab_size
+        self.pad_id = reference.pad_id
+        self.unk_id = reference.unk_id
+        self.cls_id = reference.cls_id
+        self.sep_id = reference.sep_id
+        self.mask_id = reference.mask_id
+        model = reference.model_proto
+        self._sp = tf_text.FastSentencepieceTokenizer(model)
+        tables = piece_tables(model)
+        self._order = None if tables is None else PieceOrder(tables)
+        self._sp_bytes = (
+            None if tables is None else tf_text.SentencepieceTokenizer(byte_fallback_model(model))
+        )
         self._space_run = f"[{_char_class(_is_space)}]+"
         self._combining = f"[{_char_class(_is_combining)}]"
         self._unknown_but_decomposed = _unknown_but_decomposed()
@@ -162,7 +178,7 @@ class GraphTokenizer(tf.Module):
         self._lowercase_missing = re2_class_body(map(chr, sources))
         self._lowercase_sources = tf.constant(sources, tf.int32)
         self._lowercase_targets = tf.constant(targets, tf.int32)
-        self._resplit = self._resplit_table(sp)
+        self._resplit = self._resplit_table(reference.sp_model)
 
     @staticmethod
     def _resplit_table(sp) -> tf.RaggedTensor:
@@ -209,13 +225,55 @@ class GraphTokenizer(tf.Module):
         """Token ids (no [CLS]/[SEP]): tf.string [B] -> tf.RaggedTensor int32 [B, (tokens)].
 
         A scalar string gives an int32 vector [tokens]. Empty and whitespace-only strings give
-        no tokens; a batch of zero strings gives shape [0, (0)].
+        no tokens; a batch of zero strings gives shape [0, (0)]. Runs as one graph also when
+        called eagerly.
         """
         strings = tf.convert_to_tensor(strings, dtype=tf.string)
         if strings.shape.rank == 0:
             return self.tokenize(strings[tf.newaxis])[0]
-        ids = self._sp.tokenize(self.normalize(strings))  # [B, (P)]
+        return self._tokenize_batch(strings)
+
+    # Plain Python around explicit tf.cond and tf.while_loop: autograph would only spend
+    # seconds of every trace converting it and the tensorflow_text code it calls.
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+    def _tokenize_batch(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        text = self.normalize(strings)
+        ids = self._sp.tokenize(text).with_row_splits_dtype(tf.int64)  # [B, (P)]
+        if self._order is not None:
+            ids = self._in_order(text, ids)
         per_piece = tf.gather(self._resplit, ids.flat_values)  # [N, (t)]
-        splits = tf.cast(ids.row_splits, tf.int64)
-        nested = tf.RaggedTensor.from_row_splits(per_piece, splits)  # [B, (P), (t)]
+        nested = tf.RaggedTensor.from_row_splits(per_piece, ids.row_splits)  # [B, (P), (t)]
         return nested.merge_dims(1, 2)  # [B, (T)]
+
+    def _in_order(self, text: tf.Tensor, ids: tf.RaggedTensor) -> tf.RaggedTensor:
+        """The fast tokenizer's ids [B, (P)] of normalized `text` [B] with every run of one
+        repeated string in `sentencepiece`'s order (step 5 of the module docstring): rows with
+        an `<unk>` before a run are tokenized again and ordered, the others kept."""
+        again = self._order.unknown_before_run(ids, self.unk_id)  # [B]
+
+        def with_unknowns_counted():
+            rows, kept = tf.where(again)[:, 0], tf.where(~again)[:, 0]
+            redone = self._sp_bytes.tokenize(tf.gather(text, rows))  # [R, (P)]
+            redone = self._merge_unknown_bytes(self._order(redone.with_row_splits_dtype(tf.int64)))
+            merged = tf.concat([tf.gather(ids, kept), redone], 0)
+            merged = tf.gather(merged, tf.argsort(tf.concat([kept, rows], 0)))  # [B, (P)]
+            return merged.flat_values, merged.row_splits
+
+        values, splits = tf.cond(
+            tf.reduce_any(again),
+            with_unknowns_counted,
+            lambda: (ids.flat_values, ids.row_splits),
+        )
+        return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+
+    def _merge_unknown_bytes(self, ids: tf.RaggedTensor) -> tf.RaggedTensor:
+        """Ids of the byte-fallback model [B, (P)] -> vocabulary ids: each run of byte pieces
+        (ids >= vocab_size, an unknown character's UTF-8 bytes) becomes one `<unk>`."""
+        flat = ids.flat_values
+        is_byte = flat >= self.vocab_size
+        rows = ids.value_rowids()
+        after_byte = tf.concat([[False], is_byte[:-1] & (rows[1:] == rows[:-1])], 0)
+        keep = ids.with_flat_values(~(is_byte & after_byte))
+        return tf.ragged.boolean_mask(
+            ids.with_flat_values(tf.where(is_byte, self.unk_id, flat)), keep
+        )

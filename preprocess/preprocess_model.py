@@ -27,6 +27,7 @@ import tensorflow_text as tf_text
 from albert_tf.errors import ExportError
 from albert_tf.io_utils import atomic_dir, check_output_path
 from preprocess.graph_tokenizer import GraphTokenizer
+from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 MAX_SEGMENTS = 3
 
@@ -128,9 +129,15 @@ class _BertPackInputs(tf.Module):
 class PreprocessModule(tf.Module):
     """The root object of the preprocessing SavedModel (see the module docstring)."""
 
-    def __init__(self, sp_model_path: str | os.PathLike, seq_length: int, do_lower_case: bool):
+    def __init__(
+        self,
+        sp_model: str | os.PathLike | AlbertTokenizer,
+        seq_length: int,
+        do_lower_case: bool,
+    ):
         super().__init__()
-        tokenizer = GraphTokenizer(sp_model_path, do_lower_case=do_lower_case)
+        reference = as_tokenizer(sp_model, do_lower_case)
+        tokenizer = GraphTokenizer(reference, do_lower_case=do_lower_case)
         self.seq_length = seq_length
         self.special_tokens = dict(
             vocab_size=tokenizer.vocab_size,
@@ -139,7 +146,7 @@ class PreprocessModule(tf.Module):
             end_of_segment_id=tokenizer.sep_id,
             mask_id=tokenizer.mask_id,
         )
-        self.sp_model_file = tf.saved_model.Asset(str(sp_model_path))
+        self.sp_model_file = tf.saved_model.Asset(str(reference.sp_model_path))
         self.tokenize = _Tokenize(tokenizer, self.special_tokens)
         self.bert_pack_inputs = _BertPackInputs(seq_length, self.special_tokens)
         self._tokenizer = tokenizer
@@ -166,20 +173,21 @@ def check_seq_length(seq_length: int) -> None:
 
 
 def save_preprocess_model(
-    sp_model_path: str | os.PathLike,
+    sp_model: str | os.PathLike | AlbertTokenizer,
     output_dir: str | os.PathLike,
     seq_length: int = 128,
     do_lower_case: bool = True,
     overwrite: bool = False,
 ) -> Path:
     """Writes the preprocessing SavedModel to `output_dir` atomically; returns its path.
+    `sp_model`: the SentencePiece model file, or an `AlbertTokenizer` that has loaded it.
 
     Raises TokenizerError (missing/corrupt model, no ALBERT specials), ExportError (seq_length
     too small), OutputError (exists and not `overwrite`).
     """
     check_seq_length(seq_length)
     check_output_path(output_dir, overwrite)
-    module = PreprocessModule(sp_model_path, seq_length, do_lower_case)
+    module = PreprocessModule(sp_model, seq_length, do_lower_case)
     with atomic_dir(output_dir, overwrite=overwrite) as tmp:
         tf.saved_model.save(
             module,

@@ -8,6 +8,7 @@ and what pretraining-data generation uses.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from pathlib import Path
 
@@ -62,12 +63,17 @@ def load_sp_model(sp_model_path: str | os.PathLike, vocab_size: int | None = Non
             f"SentencePiece model {path} lacks ALBERT's special piece(s) {', '.join(missing)}"
             " (train it with `albert-tf train-tokenizer`)"
         )
-    if vocab_size is not None and sp.get_piece_size() != vocab_size:
+    if vocab_size is not None:
+        _check_vocab_size(sp, path, vocab_size)
+    return sp
+
+
+def _check_vocab_size(sp, path: str, vocab_size: int) -> None:
+    if sp.get_piece_size() != vocab_size:
         raise TokenizerError(
             f"SentencePiece model {path} has {sp.get_piece_size()} pieces but the config has "
             f"vocab_size {vocab_size}"
         )
-    return sp
 
 
 def is_digit_comma_piece(piece: str) -> bool:
@@ -116,6 +122,11 @@ class AlbertTokenizer:
         self.sep_id: int = self.sp_model.piece_to_id(SEP)
         self.mask_id: int = self.sp_model.piece_to_id(MASK)
 
+    @property
+    def model_proto(self) -> bytes:
+        """The SentencePiece model as serialized bytes (what the in-graph tokenizers embed)."""
+        return self.sp_model.serialized_model_proto()
+
     def _surface_pieces(self, text: str | bytes) -> list[str]:
         """SentencePiece pieces after the re-split; unknown text keeps its surface form."""
         text = preprocess_text(text, lower=self.do_lower_case)
@@ -162,3 +173,25 @@ class AlbertTokenizer:
             f"AlbertTokenizer({str(self.sp_model_path)!r}, do_lower_case={self.do_lower_case}, "
             f"vocab_size={self.vocab_size})"
         )
+
+
+def as_tokenizer(
+    sp_model: str | os.PathLike | AlbertTokenizer,
+    do_lower_case: bool = True,
+    vocab_size: int | None = None,
+) -> AlbertTokenizer:
+    """An `AlbertTokenizer` with `do_lower_case`: `sp_model` itself when it is one (a copy
+    sharing its loaded SentencePiece model when its `do_lower_case` differs), else one loaded
+    from the path `sp_model`; so a caller loads the model once and passes it on. Given
+    `vocab_size`, TokenizerError unless the model has exactly that many pieces (as
+    `load_sp_model`)."""
+    if not isinstance(sp_model, AlbertTokenizer):
+        tokenizer = AlbertTokenizer(sp_model, do_lower_case)
+    elif sp_model.do_lower_case == do_lower_case:
+        tokenizer = sp_model
+    else:
+        tokenizer = copy.copy(sp_model)
+        tokenizer.do_lower_case = do_lower_case
+    if vocab_size is not None:
+        _check_vocab_size(tokenizer.sp_model, str(tokenizer.sp_model_path), vocab_size)
+    return tokenizer

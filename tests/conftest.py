@@ -52,6 +52,16 @@ def groups(tmp_path_factory, fixtures_dir):
 
 
 @pytest.fixture(scope="session")
+def sp_onnx(tmp_path_factory, fixtures_dir):
+    """A tiny vocab-1000 checkpoint exported with --onnx --tflite once per session (see
+    helpers); skipped without the onnx extra."""
+    pytest.importorskip("onnxruntime_extensions")
+    from tests import helpers
+
+    return helpers.export_sp_onnx_fixture(tmp_path_factory.mktemp("sp_onnx"), fixtures_dir)
+
+
+@pytest.fixture(scope="session")
 def sp_export(tmp_path_factory, fixtures_dir):
     """A vocab-1000 encoder + preprocess bundle exported once per session (see helpers)."""
     from tests import helpers

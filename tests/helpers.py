@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras as keras
 
@@ -262,6 +263,66 @@ def export_sp_fixture(directory: Path, fixtures_dir: Path, seq_length: int = 32)
         encoder=encoder,
         sp_model_bytes=sp_model.read_bytes(),
         seq_length=seq_length,
+    )
+
+
+@contextlib.contextmanager
+def counting_sp_model_loads() -> Iterator[list[str]]:
+    """Inside the block, every SentencePiece model a `SentencePieceProcessor` loads (from a file
+    or from bytes) is appended to the yielded list."""
+    import sentencepiece as spm
+
+    loads: list[str] = []
+    from_file = spm.SentencePieceProcessor.LoadFromFile
+    from_bytes = spm.SentencePieceProcessor.LoadFromSerializedProto
+
+    def load_file(self, filename):
+        loads.append(str(filename))
+        return from_file(self, filename)
+
+    def load_bytes(self, serialized):
+        loads.append("<bytes>")
+        return from_bytes(self, serialized)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spm.SentencePieceProcessor, "LoadFromFile", load_file)
+        patch.setattr(spm.SentencePieceProcessor, "LoadFromSerializedProto", load_bytes)
+        yield loads
+
+
+def export_sp_onnx_fixture(directory: Path, fixtures_dir: Path, seq_length: int = 128) -> dict:
+    """A tiny vocab-1000 checkpoint with the fixture `spm.model`, exported as
+    `export --onnx --tflite --hf --keras-hub` does (encoder, preprocess, TFLite, ONNX with the
+    raw-string encoders, the transformers folder and the keras-hub preset) into
+    `directory/hub`; `sp_model_loads` lists the SentencePiece loads the export made."""
+    from albert_tf.checkpoint import save_checkpoint_dir
+    from albert_tf.encoder import AlbertEncoder
+    from export.bundle import export_bundle
+
+    config = tiny_config(vocab_size=1000, max_position_embeddings=seq_length)
+    keras.utils.set_random_seed(1)
+    checkpoint = save_checkpoint_dir(
+        directory / "checkpoint",
+        config,
+        AlbertEncoder(config),
+        sp_model=fixtures_dir / "tokenizer" / "spm.model",
+    )
+    with counting_sp_model_loads() as loads:
+        bundle = export_bundle(
+            checkpoint,
+            directory / "hub",
+            seq_length=seq_length,
+            tflite=True,
+            onnx=True,
+            hf=True,
+            keras_hub=True,
+        )
+    return dict(
+        checkpoint=checkpoint,
+        bundle=bundle,
+        config=config,
+        seq_length=seq_length,
+        sp_model_loads=loads,
     )
 
 

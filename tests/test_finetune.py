@@ -4,6 +4,7 @@ bad input fails with one line and exit code 2."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -84,6 +85,31 @@ def test_predict_and_serving_equal_in_memory(classify_run):
     got = serving(text=tf.constant(texts), text_pair=tf.constant(pairs))
     np.testing.assert_allclose(got["logits"].numpy(), expected_outputs["logits"], atol=1e-5)
     assert [x.decode() for x in got["label"].numpy()] == [r["label"] for r in expected]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_predict_runs_what_serving_runs_in_bfloat16(classify_run, tmp_path, dtype):
+    """`predict` on a model that runs in bfloat16 (fine-tuned with `--dtype auto` on an
+    AVX512_BF16 CPU) leaves out oneDNN's fused LayerNorm and softmax, so it runs the kernels
+    `serving/` runs: their float32 rounding differs by 1e-7, which bfloat16 carried to 3e-4 in
+    probability on a fine-tuned 6-layer model (logits bit for bit equal without them). A
+    float32 model keeps them where they exist (within 1e-7 of serving/)."""
+    from albert_tf.layers.fused import onednn_kernels_available
+
+    root, _ = classify_run
+    model_dir = tmp_path / "model"
+    shutil.copytree(root / "model", model_dir, ignore=shutil.ignore_patterns("serving"))
+    meta = json.loads((model_dir / "finetune.json").read_text())
+    (model_dir / "finetune.json").write_text(json.dumps({**meta, "dtype": dtype}))
+    finetuned = load_finetuned(model_dir)
+    assert finetuned.model.compute_dtype == dtype
+    dev = finetuned.task.load(str(root / "dev.tsv"), finetuned.tokenizer)
+    outputs = batched_outputs(finetuned.model, dev.inputs, 64)
+    assert outputs["logits"].shape == (len(dev.examples), 2)
+    # The trace predict ran (the same inputs find it in the function's cache).
+    graph = finetuned.model._inference_function.get_concrete_function(dev.inputs).graph
+    fused = {op.type for op in graph.get_operations()} & {"_MklLayerNorm"}
+    assert bool(fused) == (dtype == "float32" and onednn_kernels_available())
 
 
 def run_cli(*argv):

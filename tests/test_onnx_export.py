@@ -261,25 +261,20 @@ def test_pairs_are_packed_as_bert_pack_inputs(fixtures_dir):
         np.testing.assert_array_equal(got[name], want[name].numpy(), err_msg=name)
 
 
-@pytest.fixture(scope="module")
-def sp_onnx(tmp_path_factory, fixtures_dir):
-    """A vocab-1000 checkpoint with the fixture tokenizer, exported with --onnx."""
-    import tf_keras as keras
-
-    from albert_tf.checkpoint import save_checkpoint_dir
-    from albert_tf.encoder import AlbertEncoder
-    from export.bundle import export_bundle
-
-    work = tmp_path_factory.mktemp("sp_onnx")
-    config = helpers.tiny_config(vocab_size=1000)
-    keras.utils.set_random_seed(1)
-    checkpoint = save_checkpoint_dir(
-        work / "checkpoint",
-        config,
-        AlbertEncoder(config),
-        sp_model=fixtures_dir / "tokenizer" / "spm.model",
+def test_export_loads_the_sentencepiece_model_once(sp_onnx):
+    """`export --onnx --tflite --hf --keras-hub` with a SentencePiece model: encoder/,
+    preprocess/, tflite/, onnx/ (raw-string encoders included), hf/ and keras_hub/ (their
+    tokenizers included) all from one loaded model."""
+    bundle = sp_onnx["bundle"]
+    names = ("preprocess", "tflite", "onnx", "hf", "keras_hub")
+    assert (bundle.preprocess, bundle.tflite, bundle.onnx, bundle.hf, bundle.keras_hub) == tuple(
+        bundle.output_dir / name for name in names
     )
-    return export_bundle(checkpoint, work / "hub", seq_length=24, onnx=True)
+    assert (bundle.onnx / "text_encoder.onnx").is_file()
+    assert (bundle.hf / "tokenizer.json").is_file()
+    assert (bundle.keras_hub / "assets" / "tokenizer" / "vocabulary.spm").is_file()
+    loads = [Path(path).resolve() for path in sp_onnx["sp_model_loads"]]
+    assert loads == [(sp_onnx["checkpoint"] / "spm.model").resolve()]
 
 
 def test_text_encoder_equals_the_saved_models(sp_onnx):
@@ -290,19 +285,20 @@ def test_text_encoder_equals_the_saved_models(sp_onnx):
     from export.tflite import cosine_similarity
 
     texts = ["Café naïve résumé, 1,000 times!", "", "A much longer sentence " * 4]
-    preprocess = tf.saved_model.load(str(sp_onnx.preprocess))
-    encoder = tf.saved_model.load(str(sp_onnx.encoder))
+    bundle = sp_onnx["bundle"]
+    preprocess = tf.saved_model.load(str(bundle.preprocess))
+    encoder = tf.saved_model.load(str(bundle.encoder))
     ids = preprocess(tf.constant(texts))
     want = encoder(ids, training=False)
-    got = _run(sp_onnx.onnx / "text_encoder.onnx", {"text": np.array(texts, dtype=object)})
+    got = _run(bundle.onnx / "text_encoder.onnx", {"text": np.array(texts, dtype=object)})
     for name in ENCODER_INPUTS:
         np.testing.assert_array_equal(got[name], ids[name].numpy())
     for name in ("pooled_output", "sequence_output"):
         np.testing.assert_allclose(got[name], want[name].numpy(), atol=1e-4)
-    int8 = _run(sp_onnx.onnx / "text_encoder_int8.onnx", {"text": np.array(texts, dtype=object)})
+    int8 = _run(bundle.onnx / "text_encoder_int8.onnx", {"text": np.array(texts, dtype=object)})
     cosine = cosine_similarity(int8["pooled_output"], want["pooled_output"].numpy())
     assert cosine.min() >= 0.999
-    report = json.loads((sp_onnx.onnx / "report.json").read_text())
+    report = json.loads((bundle.onnx / "report.json").read_text())
     assert report["text_ids_equal_preprocess"] is True
     assert report["probe_text"] == "pydoc_data help topics"
 
@@ -332,16 +328,18 @@ def test_text_encoder_gives_an_empty_batch_empty_outputs(sp_onnx):
     """`text` of shape [0] through both raw-string encoders: empty outputs of the declared
     dtypes, [0, S] ids, [0, H] pooled, [0, S, H] sequence (the int8 attention kernel and the
     string operators would crash the process on zero rows)."""
-    hidden = helpers.tiny_config().hidden_size
-    ids = [[0, 24], "int32"]
+    hidden = sp_onnx["config"].hidden_size
+    seq_length = sp_onnx["seq_length"]
+    ids = [[0, seq_length], "int32"]
     want = dict(
         input_word_ids=ids,
         input_mask=ids,
         input_type_ids=ids,
         pooled_output=[[0, hidden], "float32"],
-        sequence_output=[[0, 24, hidden], "float32"],
+        sequence_output=[[0, seq_length, hidden], "float32"],
     )
-    paths = [sp_onnx.onnx / "text_encoder.onnx", sp_onnx.onnx / "text_encoder_int8.onnx"]
+    onnx_dir = sp_onnx["bundle"].onnx
+    paths = [onnx_dir / "text_encoder.onnx", onnx_dir / "text_encoder_int8.onnx"]
     assert helpers.empty_batch_outputs(paths) == {str(path): want for path in paths}
 
 

@@ -53,11 +53,10 @@ def _utf8(text: str | bytes) -> bytes:
     return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
 
-def _is_viterbi_tie(sp, ids: list[int], want: list[int]) -> bool:
-    """Two segmentations of the same pieces' text with the same total score. SentencePiece's
-    Viterbi search picks one of them by float rounding, which differs between its C++ library
-    and tensorflow_text's fast tokenizer: "\\x80000" gives "0", "00" in one, "00", "0" in the
-    other. Seen only after a character outside the vocabulary."""
+def _is_tie(sp, ids: list[int], want: list[int]) -> bool:
+    """Two segmentations of the same text into pieces with the same total score. Past about
+    15,000 pieces `sentencepiece` 0.2.2 rebases its running float32 score, which decides such
+    ties; the graph does not redo that (preprocess/piece_order.py)."""
 
     def text(ids: list[int]) -> str:
         return "".join(sp.id_to_piece(i) for i in ids)
@@ -68,14 +67,14 @@ def _is_viterbi_tie(sp, ids: list[int], want: list[int]) -> bool:
     return text(ids) == text(want) and math.isclose(score(ids), score(want), rel_tol=1e-6)
 
 
-def _assert_same_ids(tokenizers, lower: bool, batch: list[str | bytes]) -> None:
+def _assert_same_ids(tokenizers, lower: bool, batch: list[str | bytes], ties: bool = False) -> None:
     python, graph = tokenizers[lower]
     expected = [python.encode(text) for text in batch]
     assert [python.encode(_utf8(text)) for text in batch] == expected
     got = graph.tokenize(tf.constant([_utf8(text) for text in batch]))
     assert got.dtype == tf.int32
     for ids, want in zip(got.to_list(), expected, strict=True):
-        assert ids == want or _is_viterbi_tie(python.sp_model, ids, want), (ids, want)
+        assert ids == want or (ties and _is_tie(python.sp_model, ids, want)), (ids, want)
     assert all(0 <= i < python.vocab_size for ids in expected for i in ids)
 
 
@@ -90,7 +89,7 @@ def test_any_input_same_ids_in_python_and_graph(tokenizers, batch, lower):
 @given(piece=st.text(characters, min_size=1, max_size=30), lower=st.booleans())
 def test_long_input_same_ids(tokenizers, piece, lower):
     text = (piece * (LONG // len(piece) + 1))[:LONG]
-    _assert_same_ids(tokenizers, lower, [text, text.encode("utf-8")[: LONG // 2]])
+    _assert_same_ids(tokenizers, lower, [text, text.encode("utf-8")[: LONG // 2]], ties=True)
 
 
 def _round_robin(lengths: list[int], budget: int) -> list[int]:

@@ -17,8 +17,12 @@ def batched_outputs(
 ) -> dict[str, np.ndarray]:
     """Runs `model` (inference mode) over `inputs` in batches; concatenated numpy outputs.
 
-    The last batch is padded to `batch_size` so one traced function serves every batch. The
-    function is traced with oneDNN's fused CPU kernels where they are available. With `encoder`
+    The last batch is padded to `batch_size` so one traced function serves every batch. A
+    float32 model's function is traced with oneDNN's fused CPU kernels where they are available
+    (within 1e-7 of the serving SavedModel's logits). A bfloat16 model's is not: the fused
+    kernels round float32 otherwise (1e-7), bfloat16 rounding carries that to 3e-4 in
+    probability, and without them the function computes the serving SavedModel's logits bit
+    for bit, as `predict` says it does. With `encoder`
     (a `finetune.runtimes.RuntimeEncoder`), the task's forward pass runs eagerly around that
     encoder instead of the model's own.
     """
@@ -34,7 +38,7 @@ def batched_outputs(
             call = model._inference_function = tf.function(lambda x: model(x, training=False))
     pieces: dict[str, list[np.ndarray]] = {}
     count = len(next(iter(inputs.values())))
-    with fused_cpu_inference():
+    with fused_cpu_inference(model.compute_dtype == "float32"):
         for begin in range(0, count, batch_size):
             batch = {k: v[begin : begin + batch_size] for k, v in inputs.items()}
             size = len(batch["input_word_ids"])

@@ -34,9 +34,8 @@ class ServingModule(tf.Module):
         # skips Keras's per-layer tracing, which would triple the export time.
         self.call_model = lambda features: model(features, training=False)
         self.model_variables = list(model.variables)
-        self.tokenizer = GraphTokenizer(tokenizer.sp_model_path, tokenizer.do_lower_case)
-        with open(tokenizer.sp_model_path, "rb") as f:
-            self.detokenizer = tf_text.SentencepieceTokenizer(model=f.read())
+        self.tokenizer = GraphTokenizer(tokenizer, tokenizer.do_lower_case)
+        self.detokenizer = tf_text.SentencepieceTokenizer(model=tokenizer.model_proto)
         self.length = model.task.settings.max_seq_length
         self.labels = tf.constant(model.task.settings.labels or [""])
 

@@ -13,7 +13,8 @@ Opt-in, because such a graph is not portable: `_MklLayerNorm` has no gradient an
 kernel, and a SavedModel holding it loads only into a TensorFlow built with oneDNN. So it is off
 in eager execution and while a SavedModel is being saved (`tf.saved_model.save` retraces
 inside its save context), and on when oneDNN is (x86 CPU, no GPU, `TF_ENABLE_ONEDNN_OPTS` not 0).
-`albert-tf predict`, fine-tuning's evaluation and `albert-tf benchmark` turn it on.
+`albert-tf benchmark` turns it on, and so do `albert-tf predict` and fine-tuning's evaluation for
+float32 models (`finetune.inference.batched_outputs` says why not for bfloat16 ones).
 """
 
 from __future__ import annotations

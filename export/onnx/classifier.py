@@ -102,7 +102,7 @@ def classifier_graphs(
     model = finetuned.model
     windows = Windows.of(settings)
     preprocess = preprocess_graph(
-        finetuned.tokenizer.sp_model_path,
+        finetuned.tokenizer,
         settings.max_seq_length,
         finetuned.tokenizer.do_lower_case,
         2 if settings.has_pair else 1,

@@ -55,17 +55,12 @@ from onnx import TensorProto, helper
 
 from export.encoder import ENCODER_INPUTS
 from export.onnx.encoder import OPSET, GraphBuilder
-from export.onnx.piece_order import byte_fallback_model, order_runs, piece_tables, shifted
+from export.onnx.piece_order import order_runs, shifted
 from export.onnx.ragged import gather_rows, row_starts
 from export.onnx.windows import WINDOW_PRESENT, Windows, window_segments
 from preprocess.normalize import code_points, re2_class_body
-from preprocess.tokenizer import (
-    CLS,
-    PAD,
-    SEP,
-    load_sp_model,
-    resplit_rows,
-)
+from preprocess.piece_order import byte_fallback_model, piece_tables
+from preprocess.tokenizer import CLS, PAD, SEP, AlbertTokenizer, as_tokenizer, resplit_rows
 
 CONTRIB = "ai.onnx.contrib"
 TEXT_INPUTS = ("text", "text_pair")
@@ -191,7 +186,7 @@ def _resplit_table(sp) -> np.ndarray:
 
 def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, tables: dict, prefix: str) -> tuple:
     """SentencePiece + run order + re-split on normalized text [N]: (flat ids int64 [T], row
-    lengths int64 [N]). `sp_bytes` is the byte-fallback model (`piece_order`), whose byte ids
+    lengths int64 [N]). `sp_bytes` is the byte-fallback model (`preprocess.piece_order`), whose byte ids
     (>= vocab size) stand for unknown characters."""
     pieces, splits = g.multi_node(
         "SentencepieceTokenizer",
@@ -353,7 +348,7 @@ def pack(
 
 
 def preprocess_graph(
-    sp_model_path: str | os.PathLike,
+    sp_model: str | os.PathLike | AlbertTokenizer,
     seq_length: int,
     do_lower_case: bool = True,
     num_segments: int = 1,
@@ -365,10 +360,10 @@ def preprocess_graph(
     With `windows`, the last segment is read in windows (`export.onnx.windows`): the ids are
     of the W real windows, [W, seq_length], and `window_present` bool [B, K] says which
     windows each text has."""
-    sp = load_sp_model(sp_model_path)
+    tokenizer = as_tokenizer(sp_model, do_lower_case)
+    sp = tokenizer.sp_model
     special = dict(pad=sp.piece_to_id(PAD), cls=sp.piece_to_id(CLS), sep=sp.piece_to_id(SEP))
-    with open(sp_model_path, "rb") as f:
-        sp_bytes = f.read()
+    sp_bytes = tokenizer.model_proto
     g = GraphBuilder()
     g.constant("const/zero", 0, np.int64)
     g.constant("const/one_int", 1, np.int64)

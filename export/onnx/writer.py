@@ -31,6 +31,7 @@ from export.onnx import optimize
 from export.onnx.encoder import encoder_graph
 from export.onnx.text import CONTRIB, guard_empty_batch, preprocess_graph, with_preprocess
 from export.tflite import cosine_similarity, probe_inputs
+from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 ONNX_DIR = "onnx"
 REPORT = "report.json"
@@ -69,15 +70,18 @@ def run(sess: Any, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def text_batches(
-    sp_model: str | os.PathLike, seq_length: int, heldout: bool, batch: int = 8, count: int = 4
+    sp_model: str | os.PathLike | AlbertTokenizer,
+    seq_length: int,
+    heldout: bool,
+    batch: int = 8,
+    count: int = 4,
 ) -> list[dict[str, np.ndarray]]:
     """`count` batches of encoder inputs int32 [batch, seq_length] packed from English prose:
     the help topics of `pydoc_data` (every Python has them), split by topic name into
     calibration (`heldout=False`) and unseen (`heldout=True`) text."""
     from preprocess.corpus import is_heldout, pydoc_topic_documents
-    from preprocess.tokenizer import AlbertTokenizer
 
-    tokenizer = AlbertTokenizer(sp_model)
+    tokenizer = as_tokenizer(sp_model)
     texts = [
         " ".join(sentences)
         for name, sentences in pydoc_topic_documents()
@@ -139,15 +143,11 @@ def _accuracy(
     return report
 
 
-def _text_ids_equal(
-    model: onnx.ModelProto, sp_model: str | os.PathLike, seq_length: int, do_lower_case: bool
-) -> bool:
+def _text_ids_equal(model: onnx.ModelProto, tokenizer: AlbertTokenizer, seq_length: int) -> bool:
     """Whether the raw-string model's ids equal the reference tokenizer's, packed, on the
     unseen probe text."""
     from preprocess.corpus import is_heldout, pydoc_topic_documents
-    from preprocess.tokenizer import AlbertTokenizer
 
-    tokenizer = AlbertTokenizer(sp_model, do_lower_case)
     texts = [" ".join(s) for name, s in pydoc_topic_documents() if is_heldout(name, 50) and s]
     texts = texts[:32]
     got = run(session(model), {"text": np.array(texts, dtype=object)})
@@ -162,7 +162,7 @@ def export_onnx(
     checkpoint_dir: str | os.PathLike,
     output_dir: str | os.PathLike,
     seq_length: int = 128,
-    sp_model: str | os.PathLike | None = None,
+    sp_model: str | os.PathLike | AlbertTokenizer | None = None,
     do_lower_case: bool = True,
     saved_model_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
@@ -171,7 +171,8 @@ def export_onnx(
     `seq_length` is the sequence length of the raw-string models and of the accuracy probes
     (the encoder files take any length up to `max_position_embeddings`). Without `sp_model`
     (or `spm.model` in the checkpoint) only the encoder files are written and the probes are
-    random ids. Raises CheckpointError, TokenizerError as `export_bundle` does.
+    random ids. `sp_model` may be an `AlbertTokenizer` that has loaded it: it is loaded once.
+    Raises CheckpointError, TokenizerError as `export_bundle` does.
     """
     from albert_tf.checkpoint import load_checkpoint_dir
     from albert_tf.config import SP_MODEL_FILE
@@ -181,11 +182,12 @@ def export_onnx(
         sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
     config = checkpoint.config
     encoder = checkpoint.encoder
+    tokenizer = None if sp_model is None else as_tokenizer(sp_model, do_lower_case)
     float32 = encoder_graph(encoder)
     fused = optimize.fuse(float32, config.num_attention_heads, config.hidden_size)
-    if sp_model is not None:
-        calibration = text_batches(sp_model, seq_length, heldout=False)
-        unseen = text_batches(sp_model, seq_length, heldout=True)
+    if tokenizer is not None:
+        calibration = text_batches(tokenizer, seq_length, heldout=False)
+        unseen = text_batches(tokenizer, seq_length, heldout=True)
     else:
         calibration = [probe_inputs(config.vocab_size, seq_length, 8, seed) for seed in (1, 2)]
         unseen = [probe_inputs(config.vocab_size, seq_length, 8, seed) for seed in (3, 4)]
@@ -200,20 +202,20 @@ def export_onnx(
     encoders = {**models, "int8": guard_empty_batch(models["int8"])}
     report: dict[str, Any] = {
         "seq_length": seq_length,
-        "probe_text": "pydoc_data help topics" if sp_model else "random ids",
+        "probe_text": "pydoc_data help topics" if tokenizer else "random ids",
         "fused_ops": {
             op: n for op, n in optimize.op_counts(fused).items() if op in optimize.FUSED_OPS
         },
         "accuracy": _accuracy(encoders, _reference(saved_model_dir, encoder), unseen),
     }
     files = {ENCODER_FILES[kind]: model for kind, model in encoders.items()}
-    if sp_model is not None:
-        preprocess = preprocess_graph(sp_model, seq_length, do_lower_case)
+    if tokenizer is not None:
+        preprocess = preprocess_graph(tokenizer, seq_length, do_lower_case)
         for kind in ("float32", "int8"):
             text_encoder = with_preprocess(preprocess, models[kind])
             files[TEXT_ENCODER_FILES[kind]] = guard_empty_batch(text_encoder)
         report["text_ids_equal_preprocess"] = _text_ids_equal(
-            files[TEXT_ENCODER_FILES["float32"]], sp_model, seq_length, do_lower_case
+            files[TEXT_ENCODER_FILES["float32"]], tokenizer, seq_length
         )
     return write_onnx_dir(Path(output_dir) / ONNX_DIR, files, report)
 
