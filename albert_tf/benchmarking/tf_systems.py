@@ -65,14 +65,22 @@ def _inference_step(encoder: Callable, inputs: dict[str, tf.Tensor]) -> Step:
 
 
 def _train_step(
-    forward: Callable, variables: list[tf.Variable], batch: dict[str, tf.Tensor]
+    forward: Callable,
+    variables: list[tf.Variable],
+    batch: dict[str, tf.Tensor],
+    optimizer: str = "adam",
 ) -> Step:
-    """Adam on the original ALBERT pretraining loss (weighted MLM mean + SOP mean)."""
+    """Adam on the original ALBERT pretraining loss (weighted MLM mean + SOP mean); with
+    `optimizer="lamb"`, pretrain's optimizer instead (LAMB, weight decay, global-norm clipping)."""
     import tf_keras as keras
 
+    from albert_tf.optimizer import build_optimizer
     from albert_tf.pretraining.losses import pretraining_sums, replica_loss
 
-    optimizer = keras.optimizers.Adam(learning_rate=1e-4)
+    if optimizer == "lamb":
+        optimizer = build_optimizer(1e-4, train_steps=10_000, warmup_steps=0)
+    else:
+        optimizer = keras.optimizers.Adam(learning_rate=1e-4)
 
     @tf.function(reduce_retracing=True)
     def train(batch):
@@ -93,7 +101,10 @@ def _train_step(
 # === albert-tf ===
 
 
-def build_ours(config: AlbertConfig, dtype: str, case: str, shape: Shape) -> tuple[Step, str]:
+def build_ours(
+    config: AlbertConfig, dtype: str, case: str, shape: Shape, optimizer: str = "adam"
+) -> tuple[Step, str]:
+    """Our encoder (or, for the train case, pretraining model and `optimizer`: see _train_step)."""
     _set_tf_keras_policy(dtype)
     note = "tf_keras mixed_bfloat16 policy" if dtype == "bfloat16" else ""
     if case == "train":
@@ -106,7 +117,8 @@ def build_ours(config: AlbertConfig, dtype: str, case: str, shape: Shape) -> tup
             return out["mlm_logits"], out["sop_logits"]
 
         variables = model.trainable_variables
-        return _train_step(forward, variables, _tensors(config, shape, TRAIN_KEYS)), note
+        batch = _tensors(config, shape, TRAIN_KEYS)
+        return _train_step(forward, variables, batch, optimizer), note
     from albert_tf.encoder import AlbertEncoder
     from albert_tf.layers.fused import fused_cpu_inference
 
