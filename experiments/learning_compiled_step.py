@@ -167,7 +167,9 @@ def main() -> int:
     if RESULTS.exists():
         rows = [json.loads(line) for line in RESULTS.read_text(encoding="utf-8").splitlines()]
     # One row per arm: concurrent runs (one per dtype, say) may both have finished one.
-    rows = list({(r["dtype"], r["step"], r["seed"], r["steps"]): r for r in reversed(rows)}.values())
+    rows = list(
+        {(r["dtype"], r["step"], r["seed"], r["steps"]): r for r in reversed(rows)}.values()
+    )
     done = {(r["dtype"], r["step"], r["seed"]) for r in rows if r["steps"] == args.steps}
     for seed in seeds:
         for dtype in args.dtypes.split(","):
