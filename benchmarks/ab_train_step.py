@@ -1,7 +1,8 @@
 """Interleaved A/B of the training step: the step as it was before a change against today's.
 
 Both steps are `albert-tf benchmark`'s train case (ALBERT-base, batch 16 x 128, 20 masked
-positions, MLM + SOP loss, Adam), built by `benchmarking.tf_systems.build_ours` in one process
+positions, MLM + SOP loss, Adam; with `--quickstart` the quickstart's step instead: the tiny
+preset, vocab 5,000, batch 32 x 128, LAMB), built by `benchmarking.tf_systems.build_ours` in one process
 from the same seed: "before" is traced inside the context that turns the change off, "after"
 without it. They then take turns, `--block` steps each, the order alternating every round, so
 the other load on a shared machine falls on both alike; each round gives one ratio
@@ -13,6 +14,7 @@ rounding, as the change must leave the arithmetic alone.
 
     python benchmarks/ab_train_step.py --change compiled --dtype bfloat16 --rounds 12 \\
         --json benchmarks/results/ab-train-compiled-bfloat16.json
+    python benchmarks/ab_train_step.py --change compiled --quickstart --block 5 --rounds 12
     python benchmarks/ab_train_step.py --change compiled --tiny --rounds 2   # smoke test
 """
 
@@ -49,18 +51,25 @@ CHANGES = {
 }
 
 
-def _build(change: str, dtype: str, tiny: bool, before: bool):
+def _build(change: str, dtype: str, tiny: bool, before: bool, quickstart: bool):
     import tf_keras as keras
 
+    from albert_tf import quickstart as qs
     from albert_tf.benchmarking import tf_systems
-    from albert_tf.benchmarking.cases import benchmark_config, case_shape
+    from albert_tf.benchmarking.cases import Shape, benchmark_config, case_shape
+    from albert_tf.config import PRESETS
 
     keras.utils.set_random_seed(0)
     context = _before_context(change) if before else contextlib.nullcontext()
     with context:
-        step, _ = tf_systems.build_ours(
-            benchmark_config(tiny), dtype, "train", case_shape("train", tiny)
-        )
+        if quickstart:  # the quickstart's model, batch and optimizer
+            config = PRESETS["tiny"].replace(vocab_size=qs.VOCAB_SIZE)
+            shape = Shape(qs.BATCH_SIZE, qs.SEQ_LENGTH, qs.MAX_PREDICTIONS)
+            step, _ = tf_systems.build_ours(config, dtype, "train", shape, "lamb")
+        else:
+            step, _ = tf_systems.build_ours(
+                benchmark_config(tiny), dtype, "train", case_shape("train", tiny)
+            )
         loss = float(step())  # traces inside the context; the first update
     return step, loss
 
@@ -70,13 +79,15 @@ def _mean_se(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), se
 
 
-def run(change: str, dtype: str, rounds: int, block: int, warmup: int, tiny: bool) -> dict:
+def run(
+    change: str, dtype: str, rounds: int, block: int, warmup: int, tiny: bool, quickstart: bool
+) -> dict:
     from albert_tf.benchmarking import tf_systems
     from albert_tf.runtimes import available_cores
 
     tf_systems.configure_threads(available_cores(), 1)
-    before, before_loss = _build(change, dtype, tiny, before=True)
-    after, after_loss = _build(change, dtype, tiny, before=False)
+    before, before_loss = _build(change, dtype, tiny, True, quickstart)
+    after, after_loss = _build(change, dtype, tiny, False, quickstart)
     for _ in range(warmup):
         before()
         after()
@@ -114,6 +125,7 @@ def run(change: str, dtype: str, rounds: int, block: int, warmup: int, tiny: boo
         "description": CHANGES[change],
         "dtype": dtype,
         "tiny": tiny,
+        "quickstart": quickstart,
         "block": block,
         "rounds": rounds,
         "first_loss": {"before": before_loss, "after": after_loss},
@@ -140,9 +152,16 @@ def main() -> int:
     parser.add_argument("--block", type=int, default=2, help="steps per arm per round")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--tiny", action="store_true", help="tiny config: a smoke test")
+    parser.add_argument(
+        "--quickstart",
+        action="store_true",
+        help="the quickstart's step instead: tiny preset, vocab 5000, batch 32 x 128, LAMB",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    result = run(args.change, args.dtype, args.rounds, args.block, args.warmup, args.tiny)
+    result = run(
+        args.change, args.dtype, args.rounds, args.block, args.warmup, args.tiny, args.quickstart
+    )
     result["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes")
     result["cpu"] = cpu_description()
     losses = result["first_loss"]
