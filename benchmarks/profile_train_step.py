@@ -1,18 +1,23 @@
 """Where the time of one training step goes: albert-tf with oneDNN off and on, and HF (torch).
 
-The step is `albert-tf benchmark`'s train case (ALBERT-base, batch 16 x 128, MLM + SOP loss,
-Adam), built by the same code (`benchmarking.tf_systems.build_ours`, `torch_systems.build_hf`).
-Each system runs in its own process (TF reads TF_ENABLE_ONEDNN_OPTS once, at import): warm-up
-steps, timed steps (the wall time per step), then profiled steps. TensorFlow's steps are traced
-with `tf.profiler` and its XSpace is read back; torch's with `torch.profiler`. Kernel time is
-summed per category (matmuls, LayerNorm, GELU, softmax, dropout, gradient sums, optimizer, the
-rest), in ms per step. Categories come from node names (TF, after Grappler's rewrites: a GELU or
-bias that TF fuses into its MatMul kernel counts as matmul, and `AddN` as gradient sums) and aten
-op names (torch: HF's GELU is aten::tanh and aten::pow; ops under `Optimizer.step` are optimizer).
-Kernels may overlap, so their total can exceed the wall time; the wall time is what counts.
+The step is `albert-tf benchmark`'s train case (ALBERT-base, batch 16 x 128, 20 masked
+positions, MLM + SOP loss, Adam, or with `--optimizer lamb` pretrain's LAMB), in float32 or
+bfloat16 (`--dtype`), built by the same code (`benchmarking.tf_systems.build_ours`,
+`torch_systems.build_hf`). `--compiled off` traces our step without the compiled training
+kernels of `layers/compiled.py` (the step before them). Each system runs in its own process
+(TF reads TF_ENABLE_ONEDNN_OPTS once, at import): warm-up steps, timed steps (the wall time per
+step), then profiled steps. TensorFlow's steps are traced with `tf.profiler` and its XSpace is
+read back; torch's with `torch.profiler`. Kernel time is summed per part of the step, in ms per
+step. Parts come from node names (TF, after Grappler's rewrites: a bias or GELU that oneDNN fuses
+into its MatMul kernel counts as matmul, and `AddN` as gradient sums; an XLA-compiled kernel
+counts whole, as "GELU + LayerNorm, compiled") and aten op names (torch: HF's GELU is aten::tanh
+and aten::pow; ops under `Optimizer.step` are optimizer). Kernels may overlap, so their total
+can exceed the wall time; the wall time is what counts. On a machine other jobs share, every
+figure grows with the load: compare the parts' shares, and repeat.
 
     python benchmarks/profile_train_step.py [--systems ours-off,ours-on,hf] [--steps 3]
-        [--warmup 2] [--tiny] [--json benchmarks/results/profile_train_step.json]
+        [--warmup 2] [--dtype float32|bfloat16] [--optimizer adam|lamb] [--compiled on|off]
+        [--tiny] [--json benchmarks/results/profile_train_step.json]
 """
 
 from __future__ import annotations
@@ -33,33 +38,58 @@ from albert_tf.runtimes import available_cores
 
 SYSTEMS = {"ours-off": "0", "ours-on": "1", "hf": None}
 CATEGORIES = (
-    "matmul",
-    "layernorm",
-    "gelu",
-    "softmax",
-    "dropout",
+    "matmuls, forward",
+    "matmuls, backward",
+    "attention core",
+    "LayerNorm",
+    "GELU",
+    "GELU + LayerNorm, compiled",
+    "casts",
+    "embeddings: gather and gradient",
+    "MLM head and loss",
+    "bias gradients",
     "gradient sums",
+    "dropout",
     "optimizer",
     "other",
 )
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+_WORDS = (
+    ("LayerNorm", ("layernorm", "layer_norm")),
+    ("GELU", ("gelu", "aten::tanh", "aten::pow")),  # HF's gelu_new is tanh and pow
+    ("dropout", ("dropout", "bernoulli", "randomuniform")),
+)
 
 
-def category(name: str, op: str, phase: str) -> str:
-    """The category of one kernel from its node or aten name and op type."""
+def category(name: str, op: str, phase: str) -> str | None:
+    """The part of the step one kernel belongs to, from its node or aten name, op type and
+    phase; None for the events XLA reports inside a compiled kernel (counted in the kernel)."""
+    if op.startswith(" "):
+        return None
     name, op = name.lower(), op.lower()
     if phase == "optimizer":
         return "optimizer"
+    if op == "execute":
+        return "GELU + LayerNorm, compiled"
+    if "cls/predictions" in name or "sparsesoftmaxcrossentropy" in op:
+        return "MLM head and loss"
+    if "embeddings" in name or op in ("resourcegather", "unsortedsegmentsum", "unique"):
+        return "embeddings: gather and gradient"
+    attention = "attention" in name
+    if "batchmatmul" in op or op in ("aten::bmm", "aten::baddbmm") or "softmax" in op:
+        return "attention core"
     if "matmul" in op or "einsum" in op or op in MATMUL_OPS:
-        return "matmul"  # TF's fused MatMul + BiasAdd (+ activation) kernels included
-    for key, words in (
-        ("layernorm", ("layernorm", "layer_norm")),
-        ("gelu", ("gelu", "aten::tanh", "aten::pow")),  # HF's gelu_new is tanh and pow
-        ("softmax", ("softmax",)),
-        ("dropout", ("dropout", "bernoulli", "randomuniform")),
-    ):
+        # TF's fused MatMul + BiasAdd (+ activation) kernels included
+        return "matmuls, backward" if phase == "backward" else "matmuls, forward"
+    if attention and "transpose" in op:
+        return "attention core"
+    for key, words in _WORDS:
         if any(w in name or w in op for w in words):
             return key
+    if op in ("cast", "aten::to", "aten::_to_copy", "aten::copy_"):
+        return "casts"
+    if op == "biasaddgrad":
+        return "bias gradients"
     if op == "addn" or (op == "aten::add_" and phase == "backward"):
         return "gradient sums"  # e.g. the shared block's gradients summed over its layers
     return "other"
@@ -92,7 +122,8 @@ def _tf_kernels(logdir: str) -> list[tuple[str, str, float]]:
 
 def _tf_phase(node: str) -> str:
     low = node.lower()
-    if "adam" in low or "assignvariableop" in low or low.startswith(("update", "iteration")):
+    words = ("adam", "lamb", "assignvariableop", "global_norm", "clip_by_global_norm")
+    if any(w in low for w in words) or low.startswith(("update", "iteration")):
         return "optimizer"
     return "backward" if low.startswith("gradient_tape") else "forward"
 
@@ -139,7 +170,9 @@ def _profile_torch(step, steps: int) -> list[tuple[str, str, str, float]]:
 # === one system in this process ===
 
 
-def run_child(system: str, steps: int, warmup: int, tiny: bool) -> dict:
+def run_child(
+    system: str, steps: int, warmup: int, tiny: bool, dtype: str, optimizer: str, compiled: bool
+) -> dict:
     from albert_tf.benchmarking.cases import benchmark_config, case_shape
     from albert_tf.benchmarking.worker import time_steps
 
@@ -149,20 +182,28 @@ def run_child(system: str, steps: int, warmup: int, tiny: bool) -> dict:
         from albert_tf.benchmarking import torch_systems as backend
 
         backend.configure_threads(threads, 1)
-        step, _ = backend.build_hf(config, "float32", "train", shape, "cast")
+        step, _ = backend.build_hf(config, dtype, "train", shape, "cast")
         profile = _profile_torch
     else:
         from albert_tf.benchmarking import tf_systems as backend
+        from albert_tf.layers.compiled import compiled_training
 
         backend.configure_threads(threads, 1)
-        step, _ = backend.build_ours(config, "float32", "train", shape)
+        step, _ = backend.build_ours(config, dtype, "train", shape, optimizer)
+        with compiled_training(compiled):
+            step()  # traces the step
         profile = _profile_tf
     times = time_steps(step, warmup, steps)
     by_category: dict[str, float] = defaultdict(float)
     for name, op, phase, ms in profile(step, steps):
-        by_category[category(name, op, phase)] += ms / steps
+        part = category(name, op, phase)
+        if part is not None:
+            by_category[part] += ms / steps
     return {
         "system": system,
+        "dtype": dtype,
+        "optimizer": optimizer if system != "hf" else "adamw",
+        "compiled": compiled if system != "hf" else None,
         "onednn": backend.onednn_in_use(),
         "step_ms": 1e3 * statistics.median(times),
         "examples_per_s": shape.batch / statistics.median(times),
@@ -173,14 +214,28 @@ def run_child(system: str, steps: int, warmup: int, tiny: bool) -> dict:
 # === the table ===
 
 
+def _matmul_ms(result: dict) -> float:
+    parts = ("matmuls, forward", "matmuls, backward")
+    return sum(result["kernel_ms"][p] for p in parts)
+
+
 def render(results: list[dict]) -> str:
     head = "| ms per step | " + " | ".join(
-        f"{r['system']} (oneDNN {'on' if r['onednn'] else 'off'})" for r in results
+        f"{r['system']} {r['dtype']}, {r['optimizer']}"
+        + (f", compiled {'on' if r['compiled'] else 'off'}" if r["compiled"] is not None else "")
+        + f" (oneDNN {'on' if r['onednn'] else 'off'})"
+        for r in results
     )
     lines = [head + " |", "|---" * (len(results) + 1) + "|"]
     rows = [("wall time", lambda r: r["step_ms"])]
     rows += [("kernels, total", lambda r: sum(r["kernel_ms"].values()))]
     rows += [(f"  {c}", lambda r, c=c: r["kernel_ms"][c]) for c in CATEGORIES]
+    rows += [
+        (
+            "matmuls' share of kernels, %",
+            lambda r: 100 * _matmul_ms(r) / sum(r["kernel_ms"].values()),
+        )
+    ]
     rows += [("examples/s", lambda r: r["examples_per_s"])]
     for label, get in rows:
         lines.append(f"| {label} | " + " | ".join(f"{get(r):.1f}" for r in results) + " |")
@@ -192,12 +247,23 @@ def main() -> int:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument("--optimizer", choices=("adam", "lamb"), default="adam")
+    parser.add_argument("--compiled", choices=("on", "off"), default="on")
     parser.add_argument("--tiny", action="store_true", help="tiny config: a smoke test")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        result = run_child(args.child, args.steps, args.warmup, args.tiny)
+        result = run_child(
+            args.child,
+            args.steps,
+            args.warmup,
+            args.tiny,
+            args.dtype,
+            args.optimizer,
+            args.compiled == "on",
+        )
         print(RESULT_MARKER + json.dumps(result), flush=True)
         return 0
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -211,6 +277,7 @@ def main() -> int:
             env["TF_ENABLE_ONEDNN_OPTS"] = SYSTEMS[system]
         argv = [sys.executable, __file__, "--child", system, "--steps", str(args.steps)]
         argv += ["--warmup", str(args.warmup)] + (["--tiny"] if args.tiny else [])
+        argv += ["--dtype", args.dtype, "--optimizer", args.optimizer, "--compiled", args.compiled]
         print(f"profiling {system} ...", file=sys.stderr, flush=True)
         try:
             results.append(run_marked(argv, env))
@@ -228,6 +295,7 @@ def main() -> int:
             "cpu": cpu,
             "steps": args.steps,
             "tiny": args.tiny,
+            "load_average": os.getloadavg(),
             "results": results,
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)

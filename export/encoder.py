@@ -33,6 +33,7 @@ import tensorflow as tf
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.heads import MaskedLMHead
+from albert_tf.layers.compiled import compiled_training
 from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 try:
@@ -72,42 +73,46 @@ def build_hub_module(encoder: AlbertEncoder, mlm_head: MaskedLMHead | None = Non
     run at trace time, and skipping conversion makes tracing faster.
     """
 
-    def encode(inputs: dict[str, tf.Tensor], training: bool = False) -> dict[str, Any]:
-        outputs = dict(encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=training))
-        outputs["default"] = outputs["pooled_output"]
-        return outputs
+    # Traced without the training step's XLA-compiled kernels (layers/compiled.py): the
+    # SavedModel keeps plain, portable ops in its training=True functions too.
+    with compiled_training(False):
 
-    encode_fn = tf.function(encode, autograph=False)
-    root = _reusable(encode_fn, encoder.variables)
-    for training in (False, True):
-        encode_fn.get_concrete_function(_ids_specs(ENCODER_INPUTS), training=training)
-
-    if mlm_head is not None:
-
-        def encode_with_mlm(inputs: dict[str, tf.Tensor], training: bool = False) -> dict:
-            outputs = dict(encode_fn({k: inputs[k] for k in ENCODER_INPUTS}, training=training))
-            outputs["mlm_logits"] = mlm_head(
-                outputs["sequence_output"], masked_lm_positions=inputs["masked_lm_positions"]
-            )
+        def encode(inputs: dict[str, tf.Tensor], training: bool = False) -> dict[str, Any]:
+            outputs = dict(encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=training))
+            outputs["default"] = outputs["pooled_output"]
             return outputs
 
-        mlm_fn = tf.function(encode_with_mlm, autograph=False)
-        root.mlm = _reusable(mlm_fn, encoder.variables + mlm_head.variables)
+        encode_fn = tf.function(encode, autograph=False)
+        root = _reusable(encode_fn, encoder.variables)
         for training in (False, True):
-            mlm_fn.get_concrete_function(_ids_specs(MLM_INPUTS), training=training)
+            encode_fn.get_concrete_function(_ids_specs(ENCODER_INPUTS), training=training)
 
-    # Keras 3 `TFSMLayer` endpoints (its default `call_endpoint` is "serve"): one dict in, as
-    # Keras' own `model.export()` writes them.
-    specs = [_ids_specs(ENCODER_INPUTS)]
-    root.serve = tf.function(
-        lambda inputs: encode_fn(inputs, training=False), specs, autograph=False
-    )
-    root.serve_training = tf.function(
-        lambda inputs: encode_fn(inputs, training=True), specs, autograph=False
-    )
-    for endpoint in (root.serve, root.serve_training):
-        endpoint.get_concrete_function()
-    return root
+        if mlm_head is not None:
+
+            def encode_with_mlm(inputs: dict[str, tf.Tensor], training: bool = False) -> dict:
+                outputs = dict(encode_fn({k: inputs[k] for k in ENCODER_INPUTS}, training=training))
+                outputs["mlm_logits"] = mlm_head(
+                    outputs["sequence_output"], masked_lm_positions=inputs["masked_lm_positions"]
+                )
+                return outputs
+
+            mlm_fn = tf.function(encode_with_mlm, autograph=False)
+            root.mlm = _reusable(mlm_fn, encoder.variables + mlm_head.variables)
+            for training in (False, True):
+                mlm_fn.get_concrete_function(_ids_specs(MLM_INPUTS), training=training)
+
+        # Keras 3 `TFSMLayer` endpoints (its default `call_endpoint` is "serve"): one dict in, as
+        # Keras' own `model.export()` writes them.
+        specs = [_ids_specs(ENCODER_INPUTS)]
+        root.serve = tf.function(
+            lambda inputs: encode_fn(inputs, training=False), specs, autograph=False
+        )
+        root.serve_training = tf.function(
+            lambda inputs: encode_fn(inputs, training=True), specs, autograph=False
+        )
+        for endpoint in (root.serve, root.serve_training):
+            endpoint.get_concrete_function()
+        return root
 
 
 def serving_signature(module: tf.Module) -> tf.types.experimental.ConcreteFunction:

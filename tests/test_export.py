@@ -78,6 +78,15 @@ def test_no_temporary_or_source_paths_in_saved_models(sp_export, groups, tmp_pat
             assert b"/tmp/" not in graph
 
 
+def test_training_functions_keep_plain_ops(sp_export):
+    # training=True is traced (serve_training, hub.KerasLayer(trainable=True)) without the
+    # training step's XLA-compiled kernels (layers/compiled.py), which a SavedModel should not
+    # depend on; its LayerNorm and GELU are plain ops.
+    graph = (sp_export["bundle"].encoder / "saved_model.pb").read_bytes()
+    for name in (b"_layer_norm_forward", b"_bias_gelu_forward", b"_XlaMustCompile"):
+        assert name not in graph
+
+
 def test_no_keras_layers_serialized(groups):
     # The SavedModel holds tf.functions, not Keras layers: nothing a Lambda could hide in.
     encoder = groups["bundle"].encoder

@@ -65,17 +65,25 @@ def _inference_step(encoder: Callable, inputs: dict[str, tf.Tensor]) -> Step:
 
 
 def train_function(
-    forward: Callable, variables: list[tf.Variable], jit_compile: bool = False
+    forward: Callable,
+    variables: list[tf.Variable],
+    jit_compile: bool = False,
+    optimizer: str = "adam",
 ) -> tf.types.experimental.PolymorphicFunction:
     """The train case's step as a `tf.function(batch) -> loss`: Adam (learning rate 1e-4) on the
-    original ALBERT pretraining loss (weighted MLM mean + SOP mean). `forward(batch)` returns
-    `(mlm_logits, sop_logits)`; `jit_compile` compiles the step with XLA (the GPU export,
-    benchmarks/gpu/)."""
+    original ALBERT pretraining loss (weighted MLM mean + SOP mean); with `optimizer="lamb"`,
+    pretrain's optimizer instead (LAMB, weight decay, global-norm clipping). `forward(batch)`
+    returns `(mlm_logits, sop_logits)`; `jit_compile` compiles the step with XLA (the GPU
+    export, benchmarks/gpu/)."""
     import tf_keras as keras
 
+    from albert_tf.optimizer import build_optimizer
     from albert_tf.pretraining.losses import pretraining_sums, replica_loss
 
-    optimizer = keras.optimizers.Adam(learning_rate=1e-4)
+    if optimizer == "lamb":
+        optimizer = build_optimizer(1e-4, train_steps=10_000, warmup_steps=0)
+    else:
+        optimizer = keras.optimizers.Adam(learning_rate=1e-4)
 
     @tf.function(reduce_retracing=True, jit_compile=jit_compile)
     def train(batch):
@@ -91,9 +99,12 @@ def train_function(
 
 
 def _train_step(
-    forward: Callable, variables: list[tf.Variable], batch: dict[str, tf.Tensor]
+    forward: Callable,
+    variables: list[tf.Variable],
+    batch: dict[str, tf.Tensor],
+    optimizer: str = "adam",
 ) -> Step:
-    train = train_function(forward, variables)
+    train = train_function(forward, variables, optimizer=optimizer)
 
     def step():
         return train(batch).numpy()
@@ -118,12 +129,17 @@ def ours_train_forward(config: AlbertConfig) -> tuple[Callable, list[tf.Variable
     return forward, model.trainable_variables
 
 
-def build_ours(config: AlbertConfig, dtype: str, case: str, shape: Shape) -> tuple[Step, str]:
+def build_ours(
+    config: AlbertConfig, dtype: str, case: str, shape: Shape, optimizer: str = "adam"
+) -> tuple[Step, str]:
+    """Our encoder (or, for the train case, pretraining model and `optimizer`: see
+    train_function)."""
     _set_tf_keras_policy(dtype)
     note = "tf_keras mixed_bfloat16 policy" if dtype == "bfloat16" else ""
     if case == "train":
         forward, variables = ours_train_forward(config)
-        return _train_step(forward, variables, _tensors(config, shape, TRAIN_KEYS)), note
+        batch = _tensors(config, shape, TRAIN_KEYS)
+        return _train_step(forward, variables, batch, optimizer), note
     from albert_tf.encoder import AlbertEncoder
     from albert_tf.layers.fused import fused_cpu_inference
 

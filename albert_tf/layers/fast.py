@@ -102,11 +102,19 @@ def attention(
 
 
 def feed_forward(
-    x: tf.Tensor, weights: tuple[tf.Tensor, ...], activation: Callable[[tf.Tensor], tf.Tensor]
+    x: tf.Tensor,
+    weights: tuple[tf.Tensor, ...],
+    activation: Callable[[tf.Tensor], tf.Tensor] | None = None,
+    bias_activation: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None,
 ) -> tf.Tensor:
-    """`activation(x W1 + b1) W2 + b2` of `x [B, S, H]` with `ffn_weights`, as 2-D matmuls."""
+    """`activation(x W1 + b1) W2 + b2` of `x [B, S, H]` with `ffn_weights`, as 2-D matmuls.
+    Exactly one of `activation` and `bias_activation` (a function of `x W1` and `b1`, such as
+    compiled.bias_gelu) is given."""
     in_kernel, in_bias, out_kernel, out_bias = weights
     flat = tf.reshape(x, [-1, in_kernel.shape[0]])  # [B*S, H]
-    hidden = activation(tf.nn.bias_add(tf.matmul(flat, in_kernel), in_bias))  # [B*S, F]
+    if bias_activation is not None:
+        hidden = bias_activation(tf.matmul(flat, in_kernel), in_bias)  # [B*S, F]
+    else:
+        hidden = activation(tf.nn.bias_add(tf.matmul(flat, in_kernel), in_bias))  # [B*S, F]
     output = tf.nn.bias_add(tf.matmul(hidden, out_kernel), out_bias)  # [B*S, H]
     return tf.reshape(output, tf.shape(x))  # [B, S, H]

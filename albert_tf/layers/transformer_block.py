@@ -7,9 +7,9 @@ from typing import Any
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.activations import get_activation, training_activation
+from albert_tf.activations import gelu_tanh, get_activation, training_activation
 from albert_tf.config import AlbertConfig
-from albert_tf.layers import fast
+from albert_tf.layers import compiled, fast
 from albert_tf.layers.attention import SelfAttention, build_dense
 from albert_tf.layers.dropout import Dropout
 from albert_tf.layers.embeddings import layer_norm, truncated_normal
@@ -47,9 +47,11 @@ class FeedForward(keras.layers.Layer):
         training: bool | None = None,
     ) -> tf.Tensor:
         weights = prepared if prepared is not None else fast.ffn_weights(self)
-        # Training: the same activation values with a hand-written gradient.
         activation = self.intermediate.activation
         if training is True:
+            if activation is gelu_tanh and compiled.active():
+                return fast.feed_forward(x, weights, bias_activation=compiled.bias_gelu)
+            # The same activation values with a hand-written gradient.
             activation = training_activation(self.config.hidden_act)
         return fast.feed_forward(x, weights, activation)
 
@@ -108,10 +110,29 @@ class TransformerBlock(keras.layers.Layer):
         attention_weights, ffn_weights = prepared if prepared is not None else (None, None)
         attended = self.attention(x, bias, training=training, prepared=attention_weights)
         attended = self.dropout(attended, training=training)
-        x = tf.cast(self.attention_norm(x + attended), self.compute_dtype)
+        x = self._add_norm(x, attended, self.attention_norm, training)
         transformed = self.ffn(x, prepared=ffn_weights, training=training)
         transformed = self.dropout(transformed, training=training)
-        return tf.cast(self.ffn_norm(x + transformed), self.compute_dtype)
+        return self._add_norm(x, transformed, self.ffn_norm, training)
+
+    def _add_norm(
+        self, x: tf.Tensor, residual: tf.Tensor, norm: keras.layers.Layer, training: bool | None
+    ) -> tf.Tensor:
+        """`norm(x + residual)` (float32 LayerNorm) in the compute dtype; training computes it
+        as one compiled kernel and its gradient as another."""
+        if training is True and compiled.active():
+            if not norm.built:  # the encoder's variable-creating call: scoped as a call would
+                with tf.name_scope(norm.name):
+                    norm.build(x.shape)
+            gamma, beta = tf.convert_to_tensor(norm.gamma), tf.convert_to_tensor(norm.beta)
+            return compiled.residual_layer_norm(
+                tf.cast(x, self.compute_dtype),
+                tf.cast(residual, self.compute_dtype),
+                gamma,
+                beta,
+                norm.epsilon,
+            )
+        return tf.cast(norm(x + residual), self.compute_dtype)
 
     def get_config(self) -> dict[str, Any]:
         """Serializable only unshared: sharing is structure the encoder rebuilds from its config."""
