@@ -15,7 +15,7 @@ other fixtures) and the SentencePiece model and returns `(encode, limit, excused
 on none). A test fails on the first other string whose ids differ. Only keras-hub's preset has
 excuses: the digit-comma re-split and the word-final capital sigma its SentencePiece normalizer
 cannot express (export/keras_hub_tokenizer.py, docs/guides/converting.md). Each tokenizer sees ALBERT_TF_TOKENIZER_STRINGS
-generated strings in batches of 4 (default 400); by hand:
+generated strings in batches of 4 (default 200); by hand:
 
     ALBERT_TF_TOKENIZER_STRINGS=10000 python -m pytest tests/test_tokenizer_agreement.py
 """
@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from preprocess.tokenizer import AlbertTokenizer
 
 BATCH = 4
-STRINGS = int(os.environ.get("ALBERT_TF_TOKENIZER_STRINGS", "400"))
+STRINGS = int(os.environ.get("ALBERT_TF_TOKENIZER_STRINGS", "200"))
 
 Encode = Callable[[list[str]], list[list[int]]]
 Factory = Callable[..., tuple[Encode, int | None, Callable[[str], bool] | None]]

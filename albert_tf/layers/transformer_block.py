@@ -49,7 +49,7 @@ class FeedForward(keras.layers.Layer):
         weights = prepared if prepared is not None else fast.ffn_weights(self)
         activation = self.intermediate.activation
         if training is True:
-            if activation is gelu_tanh and compiled.active():
+            if activation is gelu_tanh and compiled.active(self.config.hidden_size):
                 return fast.feed_forward(x, weights, bias_activation=compiled.bias_gelu)
             # The same activation values with a hand-written gradient.
             activation = training_activation(self.config.hidden_act)
@@ -120,7 +120,7 @@ class TransformerBlock(keras.layers.Layer):
     ) -> tf.Tensor:
         """`norm(x + residual)` (float32 LayerNorm) in the compute dtype; training computes it
         as one compiled kernel and its gradient as another."""
-        if training is True and compiled.active():
+        if training is True and compiled.active(self.config.hidden_size):
             if not norm.built:  # the encoder's variable-creating call: scoped as a call would
                 with tf.name_scope(norm.name):
                     norm.build(x.shape)
