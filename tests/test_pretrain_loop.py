@@ -195,7 +195,7 @@ def test_loops_are_cut_at_checkpoints_and_logs_keep_their_steps(shards, tmp_path
 
 
 def test_minutes_stop_within_one_loop_of_the_budget(shards, tmp_path):
-    budget = 0.2
+    budget = 0.4  # 24 s: the first loop (which traces the step) takes 6-10 s on a 2-core VM
     settings = PretrainSettings(
         shards,
         helpers.tiny_pretraining_config(vocab_size=100),
