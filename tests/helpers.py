@@ -40,6 +40,20 @@ def tiny_config(**overrides: Any) -> AlbertConfig:
     return AlbertConfig(**values)
 
 
+# The hard strings of tests/fixtures/tokenizer whose SentencePiece segmentation holds a piece
+# ending in a digit and a comma ("▁1990,", "1,") that ALBERT re-splits: the one kind of input
+# neither a tokenizer.json nor a SentencePiece normalizer can reproduce (HF and keras-hub tests).
+DIGIT_COMMA_HARD_STRINGS = (
+    "The year 1990, the value 1,000,000 and 3,14",
+    "The sort_stats() method now processes some additional options (i.e., in addition to the "
+    "old -1, 0, 1, or 2 that are respectively interpreted as 'stdname', 'calls', 'time', and "
+    "'cumulative'). It takes either an arbitrary number of quoted strings or SortKey enum to "
+    "select the sort order.",
+    "Create image item with coordinates x1,y1.",
+    "assert Annotated[Annotated[T, Ann1, Ann2], Ann3] == Annotated[T, Ann1, Ann2, Ann3]",
+)
+
+
 def tiny_pretraining_config(vocab_size: int) -> AlbertConfig:
     """The smallest useful pretraining model: E=8, H=16, 2 layers, 2 heads, FFN 32, 32 positions."""
     return AlbertConfig(

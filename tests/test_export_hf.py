@@ -386,15 +386,7 @@ def test_folder_with_tokenizer(exported, fixtures_dir):
 
 # The strings of the fixture on which the plain tokenizer.json differs: SentencePiece's first
 # segmentation holds a piece ending in digit + "," that the original re-splits ...
-RESPLIT = (
-    "The year 1990, the value 1,000,000 and 3,14",
-    "The sort_stats() method now processes some additional options (i.e., in addition to the "
-    "old -1, 0, 1, or 2 that are respectively interpreted as 'stdname', 'calls', 'time', and "
-    "'cumulative'). It takes either an arbitrary number of quoted strings or SortKey enum to "
-    "select the sort order.",
-    "Create image item with coordinates x1,y1.",
-    "assert Annotated[Annotated[T, Ann1, Ann2], Ann3] == Annotated[T, Ann1, Ann2, Ann3]",
-)
+RESPLIT = helpers.DIGIT_COMMA_HARD_STRINGS
 # ... or a run of one repeated string whose equal-scoring orders SentencePiece tells apart by
 # float32 rounding.
 TIED = "Enhanced clock-program, showing date and time"

@@ -203,19 +203,6 @@ def test_classifier_has_our_head_and_our_logits(classifier):
 # === The tokenizer ===
 
 
-# The hard strings whose ids keras-hub's tokenizer cannot give: each holds a piece ending in a
-# digit and a comma ("▁1990,", "1,", "▁1,", "1,") that ALBERT re-splits.
-DIGIT_COMMA_STRINGS = [
-    "The year 1990, the value 1,000,000 and 3,14",
-    "The sort_stats() method now processes some additional options (i.e., in addition to the "
-    "old -1, 0, 1, or 2 that are respectively interpreted as 'stdname', 'calls', 'time', and "
-    "'cumulative'). It takes either an arbitrary number of quoted strings or SortKey enum to "
-    "select the sort order.",
-    "Create image item with coordinates x1,y1.",
-    "assert Annotated[Annotated[T, Ann1, Ann2], Ann3] == Annotated[T, Ann1, Ann2, Ann3]",
-]
-
-
 def test_tokenizer_gives_our_ids_except_where_documented(classifier, fixtures_dir):
     """keras-hub's AlbertTokenizer loaded from the preset gives the original's ids on the 166
     hard strings (uppercase and accents included) except the four with a digit-comma piece,
@@ -228,10 +215,10 @@ def test_tokenizer_gives_our_ids_except_where_documented(classifier, fixtures_di
     encode = preset_tokenizer(classifier["preset"])
     cases = reference["cases"]
     differing = [case["text"] for case in cases if encode(case["text"]) != case["ids"]]
-    assert differing == DIGIT_COMMA_STRINGS
+    assert differing == list(helpers.DIGIT_COMMA_HARD_STRINGS)
     sp = spm.SentencePieceProcessor(model_file=str(fixtures_dir / "tokenizer" / "spm.model"))
     flagged = [case["text"] for case in cases if differs_from_albert(sp, case["text"], lower=True)]
-    assert flagged == DIGIT_COMMA_STRINGS
+    assert flagged == list(helpers.DIGIT_COMMA_HARD_STRINGS)
     assert any(
         case["text"] != case["text"].lower() for case in cases if case["text"] not in flagged
     )
