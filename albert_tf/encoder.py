@@ -121,8 +121,7 @@ class AlbertEncoder(keras.Model):
         # weight gradient reaches float32 before the layers' gradients are summed. A symbolic
         # `training` (not a Python bool) takes the per-layer path, which is right either way.
         inference = training is None or training is False
-        once = inference or (training is True and self.built and fast.prepares_in_training())
-        cache: dict[int, tuple[tf.Tensor, ...]] | None = {} if once else None
+        cache: dict[int, tuple[tf.Tensor, ...]] | None = {} if inference else None
         encoder_outputs = []
         for layer_blocks in self.blocks:
             for block in layer_blocks:

@@ -39,29 +39,15 @@ from albert_tf.io_utils import atomic_file  # noqa: E402
 
 def _before_context(change: str):
     """The context under which the "before" step is traced: the change turned off."""
-    from albert_tf.layers import compiled, fast
+    from albert_tf.layers import compiled
 
     if change == "compiled":
         return compiled.compiled_training(False)
-    if change == "prepared":
-        return fast.prepared_training(False)
     raise ValueError(change)
-
-
-def _after_context(change: str):
-    """The context under which the "after" step is traced: the change on (a change not yet the
-    default is turned on here)."""
-    from albert_tf.layers import fast
-
-    if change == "prepared":
-        return fast.prepared_training(True)
-    return contextlib.nullcontext()
 
 
 CHANGES = {
     "compiled": "bias + GELU and residual + LayerNorm as XLA-compiled kernels (layers/compiled.py)",
-    "prepared": "training prepares the shared block's weights once per step (one cast per weight, "
-    "one [H, 3H] QKV kernel; layers/fast.py), as inference does",
 }
 
 
@@ -74,7 +60,7 @@ def _build(change: str, dtype: str, tiny: bool, before: bool, quickstart: bool):
     from albert_tf.config import PRESETS
 
     keras.utils.set_random_seed(0)
-    context = _before_context(change) if before else _after_context(change)
+    context = _before_context(change) if before else contextlib.nullcontext()
     with context:
         if quickstart:  # the quickstart's model, batch and optimizer
             config = PRESETS["tiny"].replace(vocab_size=qs.VOCAB_SIZE)

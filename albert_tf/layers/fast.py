@@ -17,10 +17,8 @@ call these functions; tests/test_plain_forward.py checks each path against the p
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
@@ -56,29 +54,6 @@ def ffn_weights(ffn: Any) -> tuple[tf.Tensor, ...]:
         ffn.output_dense.bias,
     )
     return tuple(tf.cast(v, ffn.compute_dtype) for v in variables)
-
-
-# Whether training passes traced now prepare each shared block's weights once per call too
-# (`prepared_training`); False: once per layer, as inference did not.
-_PREPARED_TRAINING: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "albert_tf_prepared_training", default=False
-)
-
-
-@contextlib.contextmanager
-def prepared_training(enabled: bool = True) -> Iterator[None]:
-    """Training graphs traced inside the block prepare the weights once per encoder call (cast
-    once, QKV assembled once) if `enabled`, as inference does."""
-    token = _PREPARED_TRAINING.set(enabled)
-    try:
-        yield
-    finally:
-        _PREPARED_TRAINING.reset(token)
-
-
-def prepares_in_training() -> bool:
-    """Whether a training pass traced now prepares the weights once per encoder call."""
-    return _PREPARED_TRAINING.get()
 
 
 def block_weights(block: Any, cache: dict[int, tuple[tf.Tensor, ...]]) -> tuple[Any, Any]:
