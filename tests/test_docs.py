@@ -334,7 +334,7 @@ def test_readme_is_short_and_ci_finds_its_two_commands():
     first = next(b for b in _blocks(README) if b.language == "bash")
     assert first.code.splitlines() == [
         'pip install -e ".[test]" && albert-tf quickstart',
-        "python -m pytest",
+        "python -m pytest -n 2 --dist loadfile",
     ]
 
 
