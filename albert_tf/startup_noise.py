@@ -11,7 +11,8 @@ it skips, the XNNPACK delegate it creates, and absl's line about logging before 
 initialization. Nor are the two lines Apache Beam logs while it is imported by
 `--runner beam` without its GCP extra (no GCS file system, no BigQuery client): neither is used
 on the DirectRunner; nor SentencePiece's two lines about the normalizer `export --keras-hub`
-compiles. TF_CPP_MIN_LOG_LEVEL=3 would hide the C++ notices, and every real error with them.
+compiles; nor XLA's line on compiling its first kernel (a training step's, in `pretrain`,
+`finetune` and the quickstart). TF_CPP_MIN_LOG_LEVEL=3 would hide the C++ notices, and every real error with them.
 
 So `albert-tf` runs each command with file descriptor 2 (where the C++ logs, Python and child
 processes write) fed through a pipe, and a thread copies everything on except complete C++ log
@@ -45,6 +46,9 @@ NOISE = re.compile(
     # SentencePiece compiling the keras-hub tokenizer's normalizer (`export --keras-hub`)
     rb"|Loading CharsMap of size=\d+$"
     rb"|Generated normalizer blob\. size=\d+$"
+    # XLA announcing its first compiled kernel (the training step's, layers/compiled.py)
+    rb"|Compiled cluster using XLA!  This line is logged at most once for the lifetime of the "
+    rb"process\.$"
 )
 # Whole lines printed without a C++ log prefix, dropped as they are.
 PLAIN_NOISE = frozenset(

@@ -42,6 +42,11 @@ TFLITE_NOTICES = (
     b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
     b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n",
 )
+# XLA's notice on its first compiled kernel: the training step's compiled kernels.
+XLA_NOTICE = (
+    b"I0000 00:00:1795706051.036378   15840 device_compiler.h:196] Compiled cluster using XLA!  "
+    b"This line is logged at most once for the lifetime of the process.\n"
+)
 # Apache Beam's import-time lines without apache-beam[gcp] (`--runner beam`), as Python's logging
 # prints them before and after the root logger gets a handler.
 BEAM_NOTICES = (
@@ -56,7 +61,9 @@ BEAM_NOTICES = (
 NOTICE = ("cuInit", "CUDA error", "oneDNN supports", "cuda drivers")
 
 
-@pytest.mark.parametrize("line", [CUINIT, INT64, ABSL_CUDNN, *TFLITE_NOTICES, *BEAM_NOTICES])
+@pytest.mark.parametrize(
+    "line", [CUINIT, INT64, ABSL_CUDNN, XLA_NOTICE, *TFLITE_NOTICES, *BEAM_NOTICES]
+)
 def test_startup_notices_are_noise(line):
     assert is_noise(line)
 
@@ -71,6 +78,8 @@ def test_startup_notices_are_noise(line):
         b"W0000 00:00:1795652678.052906   19400 tf_tfl_flatbuffer_helpers.cc:364] Ignored "
         b"output_format. And then it failed\n",
         b"WARNING: the export failed: INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n",
+        b"E0000 00:00:1795706051.036378   15840 device_compiler.h:196] Compiled cluster using "
+        b"XLA!  This line is logged at most once for the lifetime of the process. Then: OOM\n",
         b"ERROR:root:Failed to import GCSFileSystem; loading of this filesystem will be skipped. "
         b"Error details: x\n",
         b"WARNING:root:apitools not found, and bigquery client libraries are not available.\n",
