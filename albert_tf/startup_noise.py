@@ -12,7 +12,8 @@ initialization. Nor are the two lines Apache Beam logs while it is imported by
 `--runner beam` without its GCP extra (no GCS file system, no BigQuery client): neither is used
 on the DirectRunner; nor SentencePiece's two lines about the normalizer `export --keras-hub`
 compiles; nor XLA's line on compiling its first kernel (a training step's, in `pretrain`,
-`finetune` and the quickstart). TF_CPP_MIN_LOG_LEVEL=3 would hide the C++ notices, and every real error with them.
+`finetune` and the quickstart). TF_CPP_MIN_LOG_LEVEL=3 would hide the C++ notices, and every
+real error with them.
 
 So `albert-tf` runs each command with file descriptor 2 (where the C++ logs, Python and child
 processes write) fed through a pipe, and a thread copies everything on except complete C++ log
