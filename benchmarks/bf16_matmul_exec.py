@@ -58,8 +58,12 @@ def measure(library: str) -> dict:
         raise SystemExit(
             f"{library}: the run failed or oneDNN was not used:\n{done.stderr[-2000:]}"
         )
+    versions = [
+        line.split(",info,")[1].split(" (")[0] for line in lines if ",info,oneDNN v" in line
+    ]
     return dict(
         library=library,
+        onednn=versions[0] if versions else None,
         implementation=sorted({fields[6] for fields in executions}),
         wall_ms=wall[WARMUP:],
         onednn_exec_ms=[float(fields[-1]) for fields in executions[-CALLS:]][WARMUP:],
@@ -86,7 +90,7 @@ def main() -> int:
             exec_ = statistics.median(run["onednn_exec_ms"])
             fastest = min(run["onednn_exec_ms"])
             print(
-                f"| {round_index + 1} | {library} ({', '.join(run['implementation'])}) | "
+                f"| {round_index + 1} | {library} ({run['onednn']}: {', '.join(run['implementation'])}) | "
                 f"{gflop / wall * 1e3:.0f} | {gflop / exec_ * 1e3:.0f} | {gflop / fastest * 1e3:.0f} |",
                 flush=True,
             )

@@ -242,6 +242,29 @@ def test_inference_paths_smoke(tmp_path):
     assert "| onednn+xla |" in proc.stdout
 
 
+def test_interleaved_processes_smoke(tmp_path):
+    """benchmarks/interleaved_processes.py on the tiny config: two variants' processes take
+    turns, the second with its own TensorFlow thread setting; every turn gives a block time
+    per variant, the first variant's ratio to itself is 1, and a malformed variant is refused
+    before any process starts."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "interleaved_processes.py"
+    out = tmp_path / "turns.json"
+    argv = [sys.executable, str(script), "--tiny", "--turns", "2", "--calls", "1"]
+    argv += ["--variant", "tf:tensorflow:matmul"]
+    argv += ["--variant", "tf-1:tensorflow:matmul:TF_NUM_INTRAOP_THREADS=1"]
+    proc = subprocess.run(argv + ["--json", str(out)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    variants = json.loads(out.read_text())["variants"]
+    assert [v["name"] for v in variants] == ["tf", "tf-1"]
+    assert variants[1]["environment"] == {"TF_NUM_INTRAOP_THREADS": "1"}
+    assert all(len(v["block_seconds"]) == 2 and min(v["block_seconds"]) > 0 for v in variants)
+    assert variants[0]["ratio_mean"] == 1.0 and variants[1]["ratio_mean"] > 0
+    assert "| tf-1 | tensorflow matmul | TF_NUM_INTRAOP_THREADS=1 |" in proc.stdout
+    bad = [sys.executable, str(script), "--variant", "a:ours:matmul", "--variant", "b:hf:train"]
+    refused = subprocess.run(bad, capture_output=True, text=True, check=False)
+    assert refused.returncode != 0 and "a:ours:matmul" in refused.stderr
+
+
 def test_plan_runs_each_runtime_system_in_its_dtypes():
     options = BenchmarkOptions(cases=("inference", "train"), dtypes=("float32", "int8"))
     jobs = plan_jobs(options, ("ort",), ("onnx", "tflite"))
