@@ -7,7 +7,8 @@ caller thread) need a process each; this script starts one process per variant a
 out turns: each turn, every process times one block of `--calls` steps while the others wait
 on a pipe, the order rotating every turn. Each turn gives every variant a ratio to the first
 variant's block of that turn (time per step, variant / first); the table shows the mean ratio
-with its standard error over the turns.
+with its standard error over the turns. With matmul and train variants together, a second table
+gives each train variant's MFU against the fastest matmul block of the same turn.
 
 A variant is `NAME:SYSTEM:CASE[:VAR=VALUE,...]`, built exactly as `albert-tf benchmark` builds
 that job (`benchmarking.worker`), in the environment and threads the benchmark gives it
@@ -36,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from albert_tf.benchmarking.cases import benchmark_config, case_shape, step_flops  # noqa: E402
 from albert_tf.benchmarking.machine import cpu_description  # noqa: E402
 from albert_tf.benchmarking.runner import BenchmarkOptions, worker_environment  # noqa: E402
 from albert_tf.io_utils import atomic_file  # noqa: E402
@@ -165,6 +167,7 @@ def main() -> int:
             f"{variant['ratio_mean']:.3f} +- {variant['ratio_se']:.3f} | "
             f"{statistics.median(times) * 1e3:.1f} |"
         )
+    report_mfu(variants, args.tiny)
     if args.json:
         record = dict(
             cpu=cpu_description(),
@@ -176,6 +179,34 @@ def main() -> int:
         with atomic_file(args.json) as temporary:
             temporary.write_text(json.dumps(record, indent=1))
     return 0
+
+
+def report_mfu(variants: list[dict], tiny: bool) -> None:
+    """With matmul and train variants together: each train variant's MFU per turn, against the
+    fastest matmul variant's block of the same turn (`albert-tf benchmark` takes its fastest
+    matmul call of the whole run instead, and the median step)."""
+    matmuls = [v for v in variants if v["case"] == "matmul"]
+    trains = [v for v in variants if v["case"] == "train"]
+    if not matmuls or not trains:
+        return
+    config = benchmark_config(tiny)
+    matmul_flops = step_flops(config, "matmul", case_shape("matmul", tiny))
+    train_flops = step_flops(config, "train", case_shape("train", tiny))
+    peaks = [
+        max(matmul_flops / v["block_seconds"][turn] for v in matmuls)
+        for turn in range(len(trains[0]["block_seconds"]))
+    ]
+    print("\n| train variant | MFU against the same turn's fastest matmul, mean +- s.e. |")
+    print("|---|---|")
+    for variant in trains:
+        mfu = [
+            100 * train_flops / seconds / peak
+            for seconds, peak in zip(variant["block_seconds"], peaks, strict=True)
+        ]
+        variant.update(
+            mfu_mean=statistics.mean(mfu), mfu_se=statistics.stdev(mfu) / len(mfu) ** 0.5
+        )
+        print(f"| {variant['name']} | {variant['mfu_mean']:.1f}% +- {variant['mfu_se']:.1f} |")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from albert_tf.benchmarking.cases import Shape, benchmark_config, case_shape, forward_flops
+from albert_tf.benchmarking.cases import (
+    Shape,
+    benchmark_config,
+    case_shape,
+    forward_flops,
+    step_flops,
+)
 from albert_tf.benchmarking.machine import cpu_description, onednn_enabled
 from albert_tf.benchmarking.runner import (
     BenchmarkOptions,
@@ -244,22 +250,34 @@ def test_inference_paths_smoke(tmp_path):
 
 def test_interleaved_processes_smoke(tmp_path):
     """benchmarks/interleaved_processes.py on the tiny config: two variants' processes take
-    turns, the second with its own TensorFlow thread setting; every turn gives a block time
-    per variant, the first variant's ratio to itself is 1, and a malformed variant is refused
-    before any process starts."""
+    turns, the second with its own TensorFlow thread setting, the third our train step; every
+    turn gives a block time per variant, the first variant's ratio to itself is 1, the train
+    variant gets an MFU, and a malformed variant is refused before any process starts."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "interleaved_processes.py"
     out = tmp_path / "turns.json"
     argv = [sys.executable, str(script), "--tiny", "--turns", "2", "--calls", "1"]
     argv += ["--variant", "tf:tensorflow:matmul"]
     argv += ["--variant", "tf-1:tensorflow:matmul:TF_NUM_INTRAOP_THREADS=1"]
+    argv += ["--variant", "ours:ours:train"]
     proc = subprocess.run(argv + ["--json", str(out)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     variants = json.loads(out.read_text())["variants"]
-    assert [v["name"] for v in variants] == ["tf", "tf-1"]
+    assert [v["name"] for v in variants] == ["tf", "tf-1", "ours"]
     assert variants[1]["environment"] == {"TF_NUM_INTRAOP_THREADS": "1"}
     assert all(len(v["block_seconds"]) == 2 and min(v["block_seconds"]) > 0 for v in variants)
     assert variants[0]["ratio_mean"] == 1.0 and variants[1]["ratio_mean"] > 0
     assert "| tf-1 | tensorflow matmul | TF_NUM_INTRAOP_THREADS=1 |" in proc.stdout
+    # The train variant's MFU per turn, against the faster of the two matmul blocks.
+    config = benchmark_config(True)
+    matmul_flops = step_flops(config, "matmul", case_shape("matmul", True))
+    train_flops = step_flops(config, "train", case_shape("train", True))
+    blocks = [v["block_seconds"] for v in variants]
+    expected = [
+        100 * train_flops / train / (matmul_flops / min(a, b))
+        for a, b, train in zip(*blocks, strict=True)
+    ]
+    assert variants[2]["mfu_mean"] == pytest.approx(sum(expected) / 2)
+    assert "| ours |" in proc.stdout.split("MFU against")[1] and "mfu_mean" not in variants[0]
     bad = [sys.executable, str(script), "--variant", "a:ours:matmul", "--variant", "b:hf:train"]
     refused = subprocess.run(bad, capture_output=True, text=True, check=False)
     assert refused.returncode != 0 and "a:ours:matmul" in refused.stderr
