@@ -1,0 +1,107 @@
+"""The training step's weight-gradient matmuls against forward-shaped ones of the same FLOPs.
+
+For each weight of ALBERT-base's shared block that the train case multiplies by [B*S, K] rows
+(the FFN's [768, 3072] and [3072, 768], the fused QKV's [768, 2304]; B*S = 16 x 128), the script
+times in one process, in interleaved blocks of calls:
+
+- `X W`, the forward matmul ([B*S, K] x [K, N]);
+- `X^T dY` as TensorFlow's MatMul gradient computes it (`tf.matmul(x, dy, transpose_a=True)`);
+- `(dY^T X)^T` (`tf.transpose(tf.matmul(dy, x, transpose_a=True))`);
+- `transpose(X) dY` (the transpose first, then a plain matmul).
+
+Each form's time is divided by the forward matmul's of the same block round; the table shows the
+mean ratio with its standard error over the rounds. The three gradient forms give the same
+[K, N] product; the forward matmul has the same FLOPs.
+
+    python benchmarks/weight_gradient_matmuls.py --dtype bfloat16 --json benchmarks/results/weight-gradient-matmuls-bfloat16.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from albert_tf.benchmarking.machine import cpu_description  # noqa: E402
+from albert_tf.io_utils import atomic_file  # noqa: E402
+
+ROWS = 16 * 128
+WEIGHTS = ((768, 3072), (3072, 768), (768, 2304))
+FORMS = {
+    "X W (forward)": lambda x, w, dy: tf.matmul(x, w),
+    "X^T dY (transpose_a)": lambda x, w, dy: tf.matmul(x, dy, transpose_a=True),
+    "(dY^T X)^T": lambda x, w, dy: tf.transpose(tf.matmul(dy, x, transpose_a=True)),
+    "transpose(X) dY": lambda x, w, dy: tf.matmul(tf.transpose(x), dy),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="bfloat16")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=4, help="calls per block (median taken)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.rounds < 2 or args.calls < 1:
+        parser.error("--rounds must be at least 2 and --calls at least 1")
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    dtype = tf.bfloat16 if args.dtype == "bfloat16" else tf.float32
+    rng = np.random.default_rng(0)
+
+    def tensor(*shape: int) -> tf.Tensor:
+        return tf.cast(tf.constant(rng.standard_normal(shape, np.float32)), dtype)
+
+    steps = {}
+    for k, n in WEIGHTS:
+        x, w, dy = tensor(ROWS, k), tensor(k, n), tensor(ROWS, n)
+        for form, compute in FORMS.items():
+            function = tf.function(lambda c=compute, x=x, w=w, dy=dy: c(x, w, dy)[:1, :1])
+            steps[(f"[{k}, {n}]", form)] = function
+    for function in steps.values():
+        for _ in range(3):
+            function().numpy()
+    seconds: dict[tuple[str, str], list[float]] = {key: [] for key in steps}
+    for round_index in range(args.rounds):
+        keys = list(steps) if round_index % 2 == 0 else list(reversed(steps))
+        for key in keys:
+            times = []
+            for _ in range(args.calls):
+                start = time.perf_counter()
+                steps[key]().numpy()
+                times.append(time.perf_counter() - start)
+            seconds[key].append(statistics.median(times))
+    rows = []
+    print("| weight | form | time / forward's, mean +- s.e. | median ms |")
+    print("|---|---|---|---|")
+    for (weight, form), times in seconds.items():
+        forward = seconds[(weight, "X W (forward)")]
+        ratios = [a / b for a, b in zip(times, forward, strict=True)]
+        row = dict(
+            weight=weight,
+            form=form,
+            seconds=times,
+            ratio_mean=statistics.mean(ratios),
+            ratio_se=statistics.stdev(ratios) / len(ratios) ** 0.5,
+        )
+        rows.append(row)
+        print(
+            f"| {weight} | {form} | {row['ratio_mean']:.3f} +- {row['ratio_se']:.3f} | "
+            f"{statistics.median(times) * 1e3:.2f} |"
+        )
+    if args.json:
+        record = dict(cpu=cpu_description(), dtype=args.dtype, rows_of_x=ROWS, results=rows)
+        with atomic_file(args.json) as temporary:
+            temporary.write_text(json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
