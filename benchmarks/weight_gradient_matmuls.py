@@ -10,8 +10,8 @@ times in one process, in interleaved blocks of calls:
 - `transpose(X) dY` (the transpose first, then a plain matmul).
 
 Each form's time is divided by the forward matmul's of the same block round; the table shows the
-mean ratio with its standard error over the rounds. The three gradient forms give the same
-[K, N] product; the forward matmul has the same FLOPs.
+mean ratio with its standard error over the rounds. The three gradient forms are checked to give
+the same [K, N] product before anything is timed; the forward matmul has the same FLOPs.
 
     python benchmarks/weight_gradient_matmuls.py --dtype bfloat16 --json benchmarks/results/weight-gradient-matmuls-bfloat16.json
 """
@@ -62,6 +62,12 @@ def main() -> int:
     steps = {}
     for k, n in WEIGHTS:
         x, w, dy = tensor(ROWS, k), tensor(k, n), tensor(ROWS, n)
+        # The three gradient forms must compute the same product (float32 accumulation in all).
+        products = [FORMS[form](x, w, dy).numpy().astype(np.float32) for form in list(FORMS)[1:]]
+        scale = float(np.abs(products[0]).max())
+        tolerance = 2e-2 if args.dtype == "bfloat16" else 1e-4
+        if any(np.abs(p - products[0]).max() > tolerance * scale for p in products[1:]):
+            raise SystemExit(f"[{k}, {n}]: the weight-gradient forms disagree")
         for form, compute in FORMS.items():
             function = tf.function(lambda c=compute, x=x, w=w, dy=dy: c(x, w, dy)[:1, :1])
             steps[(f"[{k}, {n}]", form)] = function

@@ -283,6 +283,25 @@ def test_interleaved_processes_smoke(tmp_path):
     assert refused.returncode != 0 and "a:ours:matmul" in refused.stderr
 
 
+def test_weight_gradient_matmuls_smoke(tmp_path):
+    """benchmarks/weight_gradient_matmuls.py, two short rounds: every weight in every form, the
+    forward form its own reference, and the gradient forms found equal before timing."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "weight_gradient_matmuls.py"
+    out = tmp_path / "dw.json"
+    argv = [sys.executable, str(script), "--dtype", "float32", "--rounds", "2", "--calls", "1"]
+    proc = subprocess.run(argv + ["--json", str(out)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())["results"]
+    assert len(rows) == 12 and {r["weight"] for r in rows} == {
+        "[768, 3072]",
+        "[3072, 768]",
+        "[768, 2304]",
+    }
+    for row in rows:
+        assert len(row["seconds"]) == 2 and min(row["seconds"]) > 0
+        assert (row["ratio_mean"] == 1.0) == (row["form"] == "X W (forward)")
+
+
 def test_plan_runs_each_runtime_system_in_its_dtypes():
     options = BenchmarkOptions(cases=("inference", "train"), dtypes=("float32", "int8"))
     jobs = plan_jobs(options, ("ort",), ("onnx", "tflite"))
