@@ -116,11 +116,14 @@ def start(variant: dict, args: argparse.Namespace) -> subprocess.Popen:
     return process
 
 
-def block(process: subprocess.Popen) -> float:
+def block(process: subprocess.Popen, name: str) -> float:
+    """One timed block of `process`'s steps: the median seconds per step."""
     process.stdin.write("go\n")
     process.stdin.flush()
-    word, seconds = process.stdout.readline().split()
-    return float(seconds)
+    fields = process.stdout.readline().split()
+    if len(fields) != 2 or fields[0] != "BLOCK":
+        raise SystemExit(f"variant {name}: its process stopped (exit code {process.wait()})")
+    return float(fields[1])
 
 
 def main() -> int:
@@ -145,7 +148,7 @@ def main() -> int:
             shift = turn % len(variants)
             order = list(range(shift, len(variants))) + list(range(shift))
             for index in order if turn % 2 == 0 else reversed(order):
-                seconds[index].append(block(processes[index]))
+                seconds[index].append(block(processes[index], variants[index]["name"]))
     finally:
         for process in processes:
             process.stdin.close()
