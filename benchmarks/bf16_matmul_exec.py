@@ -1,10 +1,11 @@
 """TensorFlow's and torch's bfloat16 matmul at the FFN shape, call by call, with oneDNN's own time.
 
-Both libraries run the same oneDNN primitive on AMX machines; this script says how much of the
-gap between their matmul figures in `albert-tf benchmark` is the kernel and how much the call
-around it. Each library runs the benchmark's own matmul step (tf_systems.build_tf_matmul,
-torch_systems.build_torch_matmul; each library's default threads, one per core) in its own
-process, 25 calls, the first 5 untimed, with ONEDNN_VERBOSE=1; per call it records the wall time and the primitive's exec time, and which
+Both libraries run a oneDNN primitive of the same name on AMX machines (from different oneDNN
+versions, which the script records); this script says how much of the gap between their matmul
+figures in `albert-tf benchmark` is the kernel and how much the call around it. Each library runs
+the benchmark's own matmul step (tf_systems.build_tf_matmul, torch_systems.build_torch_matmul;
+each library's default threads, one per core) in its own process, 25 calls, the first 5 untimed,
+with ONEDNN_VERBOSE=1; per call it records the wall time and the primitive's exec time, and which
 implementation oneDNN picked. Rounds alternate the two libraries.
 
     python benchmarks/bf16_matmul_exec.py --rounds 3 --json benchmarks/results/bf16-matmul-exec.json

@@ -52,7 +52,7 @@ STEPS = {
 # One process: builds its job as the benchmark's worker does, warms it up, then times one block
 # per "go" on stdin.
 WORKER = """
-import json, os, statistics, sys, time
+import json, os, statistics, sys
 from albert_tf.benchmarking import worker
 
 job, spec = json.loads(sys.argv[1]), json.loads(sys.argv[2])
@@ -63,18 +63,12 @@ else:
 if not any(name in os.environ for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")):
     backend.configure_threads(spec["intra_threads"], spec["inter_threads"])
 step, _ = worker._build(job, spec)
-for _ in range(job["warmup"]):
-    step()
+worker.time_steps(step, job["warmup"], 0)
 print("READY", flush=True)
 for line in sys.stdin:
     if line.strip() != "go":
         break
-    times = []
-    for _ in range(job["iters"]):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    print("BLOCK", statistics.median(times), flush=True)
+    print("BLOCK", statistics.median(worker.time_steps(step, 0, job["iters"])), flush=True)
 """
 
 
@@ -91,8 +85,8 @@ def parse_variant(text: str) -> dict:
     return dict(name=name, system=system, case=case, environment=dict(pairs))
 
 
-def start(variant: dict, args: argparse.Namespace) -> subprocess.Popen:
-    options = BenchmarkOptions(rounds=1, onednn_off_path=args.onednn_off_path)
+def start(variant: dict, args: argparse.Namespace, spec: dict) -> subprocess.Popen:
+    """The variant's process, once it has built and warmed up its step."""
     env = {
         **worker_environment({variant["system"]}, args.onednn_off_path),
         **variant["environment"],
@@ -101,12 +95,6 @@ def start(variant: dict, args: argparse.Namespace) -> subprocess.Popen:
     }
     job = dict(system=variant["system"], case=variant["case"], dtype=args.dtype)
     job.update(warmup=2 if variant["case"] == "train" else 5, iters=args.calls)
-    spec = dict(
-        tiny=args.tiny,
-        intra_threads=options.intra_threads,
-        inter_threads=options.inter_threads,
-        files="",
-    )
     argv = [sys.executable, "-c", WORKER, json.dumps(job), json.dumps(spec)]
     process = subprocess.Popen(
         argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -141,7 +129,15 @@ def main() -> int:
     variants = [parse_variant(text) for text in args.variant]
     if len(variants) < 2 or args.turns < 2 or args.calls < 1:
         parser.error("need two variants or more, --turns of 2 or more and --calls of 1 or more")
-    processes = [start(variant, args) for variant in variants]
+    # The benchmark's own thread settings (one intra-op thread per core, one inter-op thread).
+    options = BenchmarkOptions()
+    spec = dict(
+        tiny=args.tiny,
+        intra_threads=options.intra_threads,
+        inter_threads=options.inter_threads,
+        files="",
+    )
+    processes = [start(variant, args, spec) for variant in variants]
     seconds: list[list[float]] = [[] for _ in variants]
     try:
         for turn in range(args.turns):
