@@ -62,7 +62,7 @@ else:
     from albert_tf.benchmarking import tf_systems as backend
 if not any(name in os.environ for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")):
     backend.configure_threads(spec["intra_threads"], spec["inter_threads"])
-step, _ = worker._build(job, spec)
+step, _ = worker.build_step(job, spec)
 worker.time_steps(step, job["warmup"], 0)
 print("READY", flush=True)
 for line in sys.stdin:

@@ -13,6 +13,12 @@ Each form's time is divided by the forward matmul's of the same block round; the
 mean ratio with its standard error over the rounds. The three gradient forms are checked to give
 the same [K, N] product before anything is timed; the forward matmul has the same FLOPs.
 
+A second table takes the shared block's view: twelve layers apply the same weight, so its
+gradient is the sum of twelve `X^T dY` (today's step: each product cast to float32, then summed)
+or one matmul over the twelve layers' stacked rows (`--layers`, [K, 12 B*S] x [12 B*S, N]),
+with the stacking (two concats) and without it (rows already stacked, the matmul alone). Time
+relative to the summed form, same rounds.
+
     python benchmarks/weight_gradient_matmuls.py --dtype bfloat16 --json benchmarks/results/weight-gradient-matmuls-bfloat16.json
 """
 
@@ -48,10 +54,11 @@ def main() -> int:
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="bfloat16")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=4, help="calls per block (median taken)")
+    parser.add_argument("--layers", type=int, default=12, help="layers sharing the weight")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    if args.rounds < 2 or args.calls < 1:
-        parser.error("--rounds must be at least 2 and --calls at least 1")
+    if args.rounds < 2 or args.calls < 1 or args.layers < 2:
+        parser.error("--rounds and --layers must be at least 2 and --calls at least 1")
     tf.config.threading.set_inter_op_parallelism_threads(1)
     dtype = tf.bfloat16 if args.dtype == "bfloat16" else tf.float32
     rng = np.random.default_rng(0)
@@ -71,6 +78,13 @@ def main() -> int:
         for form, compute in FORMS.items():
             function = tf.function(lambda c=compute, x=x, w=w, dy=dy: c(x, w, dy)[:1, :1])
             steps[(f"[{k}, {n}]", form)] = function
+        stacked = _stacked_forms(
+            [tensor(ROWS, k) for _ in range(args.layers)],
+            [tensor(ROWS, n) for _ in range(args.layers)],
+            tolerance,
+        )
+        for form, function in stacked.items():
+            steps[(f"[{k}, {n}]", form)] = function
     for function in steps.values():
         for _ in range(3):
             function().numpy()
@@ -85,10 +99,66 @@ def main() -> int:
                 times.append(time.perf_counter() - start)
             seconds[key].append(statistics.median(times))
     rows = []
-    print("| weight | form | time / forward's, mean +- s.e. | median ms |")
-    print("|---|---|---|---|")
+    for title, forms, reference in (
+        ("time / forward's", FORMS, "X W (forward)"),
+        (f"time / {args.layers} summed", STACKED_FORMS, STACKED_FORMS[0]),
+    ):
+        print(f"\n| weight | form | {title}, mean +- s.e. | median ms |\n|---|---|---|---|")
+        rows += _table(seconds, forms, reference)
+    if args.json:
+        record = dict(
+            cpu=cpu_description(),
+            dtype=args.dtype,
+            rows_of_x=ROWS,
+            layers=args.layers,
+            results=rows,
+        )
+        with atomic_file(args.json) as temporary:
+            temporary.write_text(json.dumps(record, indent=1))
+    return 0
+
+
+STACKED_FORMS = (
+    "L x (X^T dY), summed in float32",
+    "stacked rows, one X^T dY",
+    "one X^T dY, rows stacked before",
+)
+
+
+def _stacked_forms(xs: list[tf.Tensor], dys: list[tf.Tensor], tolerance: float) -> dict:
+    """The shared weight's gradient over len(xs) layers, three ways, checked to agree."""
+    x_stacked, dy_stacked = tf.concat(xs, 0), tf.concat(dys, 0)
+
+    def summed():
+        return tf.add_n(
+            [
+                tf.cast(tf.matmul(x, dy, transpose_a=True), tf.float32)
+                for x, dy in zip(xs, dys, strict=True)
+            ]
+        )
+
+    def stacked():
+        return tf.cast(tf.matmul(tf.concat(xs, 0), tf.concat(dys, 0), transpose_a=True), tf.float32)
+
+    def prestacked():
+        return tf.cast(tf.matmul(x_stacked, dy_stacked, transpose_a=True), tf.float32)
+
+    products = [f().numpy() for f in (summed, stacked, prestacked)]
+    scale = float(np.abs(products[0]).max())
+    if any(np.abs(p - products[0]).max() > tolerance * scale for p in products[1:]):
+        raise SystemExit("the stacked and summed weight gradients disagree")
+    return {
+        form: tf.function(lambda f=f: f()[:1, :1])
+        for form, f in zip(STACKED_FORMS, (summed, stacked, prestacked), strict=True)
+    }
+
+
+def _table(seconds: dict, forms, reference: str) -> list[dict]:
+    rows = []
     for (weight, form), times in seconds.items():
-        forward = seconds[(weight, "X W (forward)")]
+        if form not in forms:
+            continue
+        forward = seconds[(weight, reference)]
         ratios = [a / b for a, b in zip(times, forward, strict=True)]
         row = dict(
             weight=weight,
@@ -102,11 +172,7 @@ def main() -> int:
             f"| {weight} | {form} | {row['ratio_mean']:.3f} +- {row['ratio_se']:.3f} | "
             f"{statistics.median(times) * 1e3:.2f} |"
         )
-    if args.json:
-        record = dict(cpu=cpu_description(), dtype=args.dtype, rows_of_x=ROWS, results=rows)
-        with atomic_file(args.json) as temporary:
-            temporary.write_text(json.dumps(record, indent=1))
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

@@ -285,21 +285,24 @@ def test_interleaved_processes_smoke(tmp_path):
 
 def test_weight_gradient_matmuls_smoke(tmp_path):
     """benchmarks/weight_gradient_matmuls.py, two short rounds: every weight in every form, the
-    forward form its own reference, and the gradient forms found equal before timing."""
+    forward form and the per-layer sum their tables' references, and the gradient forms found
+    equal before timing."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "weight_gradient_matmuls.py"
     out = tmp_path / "dw.json"
     argv = [sys.executable, str(script), "--dtype", "float32", "--rounds", "2", "--calls", "1"]
-    proc = subprocess.run(argv + ["--json", str(out)], capture_output=True, text=True, check=False)
+    argv += ["--layers", "2", "--json", str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = json.loads(out.read_text())["results"]
-    assert len(rows) == 12 and {r["weight"] for r in rows} == {
+    assert len(rows) == 21 and {r["weight"] for r in rows} == {
         "[768, 3072]",
         "[3072, 768]",
         "[768, 2304]",
     }
     for row in rows:
         assert len(row["seconds"]) == 2 and min(row["seconds"]) > 0
-        assert (row["ratio_mean"] == 1.0) == (row["form"] == "X W (forward)")
+        references = ("X W (forward)", "L x (X^T dY), summed in float32")
+        assert (row["ratio_mean"] == 1.0) == (row["form"] in references)
 
 
 def test_plan_runs_each_runtime_system_in_its_dtypes():

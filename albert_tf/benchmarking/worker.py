@@ -83,7 +83,9 @@ _IMPORTS = {
 }
 
 
-def _build(job: dict[str, Any], spec: dict[str, Any]) -> tuple[Any, str]:
+def build_step(job: dict[str, Any], spec: dict[str, Any]) -> tuple[Any, str]:
+    """The job's step (a callable that runs one timed step) and its note, built in this process
+    as `albert-tf benchmark` builds it (threads are the caller's to configure first)."""
     system, dtype, case = job["system"], job["dtype"], job["case"]
     config, shape = benchmark_config(spec["tiny"]), case_shape(case, spec["tiny"])
     if system in RUNTIME_SYSTEMS:
@@ -121,7 +123,7 @@ def run_job(job: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
         return result
     baseline = max(_rss_bytes(), _peak_rss_bytes())
     try:
-        step, note = _build(job, spec)
+        step, note = build_step(job, spec)
         result["note"] = note
         result["times"] = time_steps(step, job["warmup"], job["iters"])
     except Exception as e:  # reported per job, so one failing system does not stop the run
