@@ -4,14 +4,18 @@ For each weight of ALBERT-base's shared block that the train case multiplies by 
 (the FFN's [768, 3072] and [3072, 768], the fused QKV's [768, 2304]; B*S = 16 x 128), the script
 times in one process, in interleaved blocks of calls:
 
-- `X W`, the forward matmul ([B*S, K] x [K, N]);
+- `X W`, the forward matmul ([B*S, K] x [K, N]), and two other kernels for it: XLA's (the
+  matmul alone in a `jit_compile=True` function) and oneDNN's convolution (`X W` as a 1 x 1
+  Conv2D over a [1, 1, B*S, K] image);
 - `X^T dY` as TensorFlow's MatMul gradient computes it (`tf.matmul(x, dy, transpose_a=True)`);
 - `(dY^T X)^T` (`tf.transpose(tf.matmul(dy, x, transpose_a=True))`);
-- `transpose(X) dY` (the transpose first, then a plain matmul).
+- `transpose(X) dY` (the transpose first, then a plain matmul);
+- `X^T dY` as the 1 x 1 convolution's filter gradient (`Conv2DBackpropFilter`).
 
 Each form's time is divided by the forward matmul's of the same block round; the table shows the
-mean ratio with its standard error over the rounds. The three gradient forms are checked to give
-the same [K, N] product before anything is timed; the forward matmul has the same FLOPs.
+mean ratio with its standard error over the rounds. The forward forms are checked to give the
+same [B*S, N] product, and the gradient forms the same [K, N] product, before anything is timed;
+every form has the same FLOPs.
 
 A second table takes the shared block's view: twelve layers apply the same weight, so its
 gradient is the sum of twelve `X^T dY` (today's step: each product cast to float32, then summed)
@@ -41,11 +45,37 @@ from albert_tf.io_utils import atomic_file  # noqa: E402
 
 ROWS = 16 * 128
 WEIGHTS = ((768, 3072), (3072, 768), (768, 2304))
+_xla_matmul = tf.function(tf.matmul, jit_compile=True)
+
+
+def _image(t: tf.Tensor) -> tf.Tensor:
+    return t[tf.newaxis, tf.newaxis]  # [R, C] as a [1, 1, R, C] image or 1 x 1 filter
+
+
+def _conv_filter_gradient(x: tf.Tensor, dy: tf.Tensor) -> tf.Tensor:
+    filter_sizes = [1, 1, x.shape[1], dy.shape[1]]
+    gradient = tf.raw_ops.Conv2DBackpropFilter(
+        input=_image(x),
+        filter_sizes=filter_sizes,
+        out_backprop=_image(dy),
+        strides=[1, 1, 1, 1],
+        padding="VALID",
+    )
+    return gradient[0, 0]
+
+
+# name: (the product it computes, how)
 FORMS = {
-    "X W (forward)": lambda x, w, dy: tf.matmul(x, w),
-    "X^T dY (transpose_a)": lambda x, w, dy: tf.matmul(x, dy, transpose_a=True),
-    "(dY^T X)^T": lambda x, w, dy: tf.transpose(tf.matmul(dy, x, transpose_a=True)),
-    "transpose(X) dY": lambda x, w, dy: tf.matmul(tf.transpose(x), dy),
+    "X W (forward)": ("forward", lambda x, w, dy: tf.matmul(x, w)),
+    "X W, XLA": ("forward", lambda x, w, dy: _xla_matmul(x, w)),
+    "X W as 1x1 Conv2D": (
+        "forward",
+        lambda x, w, dy: tf.nn.conv2d(_image(x), _image(w), 1, "VALID")[0, 0],
+    ),
+    "X^T dY (transpose_a)": ("gradient", lambda x, w, dy: tf.matmul(x, dy, transpose_a=True)),
+    "(dY^T X)^T": ("gradient", lambda x, w, dy: tf.transpose(tf.matmul(dy, x, transpose_a=True))),
+    "transpose(X) dY": ("gradient", lambda x, w, dy: tf.matmul(tf.transpose(x), dy)),
+    "X^T dY as Conv2DBackpropFilter": ("gradient", lambda x, w, dy: _conv_filter_gradient(x, dy)),
 }
 
 
@@ -69,13 +99,15 @@ def main() -> int:
     steps = {}
     for k, n in WEIGHTS:
         x, w, dy = tensor(ROWS, k), tensor(k, n), tensor(ROWS, n)
-        # The three gradient forms must compute the same product (float32 accumulation in all).
-        products = [FORMS[form](x, w, dy).numpy().astype(np.float32) for form in list(FORMS)[1:]]
-        scale = float(np.abs(products[0]).max())
+        # The forms of each product must agree (float32 accumulation in all).
         tolerance = 2e-2 if args.dtype == "bfloat16" else 1e-4
-        if any(np.abs(p - products[0]).max() > tolerance * scale for p in products[1:]):
-            raise SystemExit(f"[{k}, {n}]: the weight-gradient forms disagree")
-        for form, compute in FORMS.items():
+        for product in ("forward", "gradient"):
+            computes = [compute for kind, compute in FORMS.values() if kind == product]
+            results = [c(x, w, dy).numpy().astype(np.float32) for c in computes]
+            scale = float(np.abs(results[0]).max())
+            if any(np.abs(r - results[0]).max() > tolerance * scale for r in results[1:]):
+                raise SystemExit(f"[{k}, {n}]: the {product} forms disagree")
+        for form, (_, compute) in FORMS.items():
             function = tf.function(lambda c=compute, x=x, w=w, dy=dy: c(x, w, dy)[:1, :1])
             steps[(f"[{k}, {n}]", form)] = function
         stacked = _stacked_forms(

@@ -294,7 +294,7 @@ def test_weight_gradient_matmuls_smoke(tmp_path):
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = json.loads(out.read_text())["results"]
-    assert len(rows) == 21 and {r["weight"] for r in rows} == {
+    assert len(rows) == 30 and {r["weight"] for r in rows} == {
         "[768, 3072]",
         "[3072, 768]",
         "[768, 2304]",
