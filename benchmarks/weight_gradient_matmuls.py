@@ -85,10 +85,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=4, help="calls per block (median taken)")
     parser.add_argument("--layers", type=int, default=12, help="layers sharing the weight")
+    parser.add_argument("--rows", type=int, default=ROWS, help="rows of X, B*S (default 16 x 128)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    if args.rounds < 2 or args.calls < 1 or args.layers < 2:
-        parser.error("--rounds and --layers must be at least 2 and --calls at least 1")
+    if args.rounds < 2 or args.calls < 1 or args.layers < 2 or args.rows < 1:
+        parser.error("--rounds and --layers must be at least 2, --calls and --rows at least 1")
     tf.config.threading.set_inter_op_parallelism_threads(1)
     dtype = tf.bfloat16 if args.dtype == "bfloat16" else tf.float32
     rng = np.random.default_rng(0)
@@ -98,7 +99,7 @@ def main() -> int:
 
     steps = {}
     for k, n in WEIGHTS:
-        x, w, dy = tensor(ROWS, k), tensor(k, n), tensor(ROWS, n)
+        x, w, dy = tensor(args.rows, k), tensor(k, n), tensor(args.rows, n)
         # The forms of each product must agree (float32 accumulation in all).
         tolerance = 2e-2 if args.dtype == "bfloat16" else 1e-4
         for product in ("forward", "gradient"):
@@ -111,8 +112,8 @@ def main() -> int:
             function = tf.function(lambda c=compute, x=x, w=w, dy=dy: c(x, w, dy)[:1, :1])
             steps[(f"[{k}, {n}]", form)] = function
         stacked = _stacked_forms(
-            [tensor(ROWS, k) for _ in range(args.layers)],
-            [tensor(ROWS, n) for _ in range(args.layers)],
+            [tensor(args.rows, k) for _ in range(args.layers)],
+            [tensor(args.rows, n) for _ in range(args.layers)],
             tolerance,
         )
         for form, function in stacked.items():
@@ -141,7 +142,7 @@ def main() -> int:
         record = dict(
             cpu=cpu_description(),
             dtype=args.dtype,
-            rows_of_x=ROWS,
+            rows_of_x=args.rows,
             layers=args.layers,
             results=rows,
         )

@@ -290,7 +290,7 @@ def test_weight_gradient_matmuls_smoke(tmp_path):
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "weight_gradient_matmuls.py"
     out = tmp_path / "dw.json"
     argv = [sys.executable, str(script), "--dtype", "float32", "--rounds", "2", "--calls", "1"]
-    argv += ["--layers", "2", "--json", str(out)]
+    argv += ["--layers", "2", "--rows", "64", "--json", str(out)]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = json.loads(out.read_text())["results"]
