@@ -7,6 +7,7 @@ Local paths use the OS (pathlib, os.replace). URLs such as `gs://bucket/run` or 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import posixpath
 import re
@@ -136,6 +137,12 @@ def atomic_file(path: str | os.PathLike, overwrite: bool = True) -> Iterator[Pat
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, target)
+
+
+def write_json(path: str | os.PathLike, record: object) -> None:
+    """Writes `record` to `path` as indented JSON, whole or not at all (see `atomic_file`)."""
+    with atomic_file(path) as temporary:
+        temporary.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
 # === tf.io.gfile URLs (gs://, ram://, ...) ===

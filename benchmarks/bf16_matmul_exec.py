@@ -14,7 +14,6 @@ implementation oneDNN picked. Rounds alternate the two libraries.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -25,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from albert_tf.benchmarking.cases import benchmark_config, case_shape, matmul_dims  # noqa: E402
 from albert_tf.benchmarking.machine import cpu_description  # noqa: E402
-from albert_tf.io_utils import atomic_file  # noqa: E402
+from albert_tf.io_utils import write_json  # noqa: E402
 
 CALLS, WARMUP = 25, 5
 # Each library's step is the one `albert-tf benchmark`'s matmul case times (FFN shape, bfloat16).
@@ -97,8 +96,7 @@ def main() -> int:
             )
     if args.json:
         record = dict(cpu=cpu_description(), shape=[m, k, n], runs=runs)
-        with atomic_file(args.json) as temporary:
-            temporary.write_text(json.dumps(record, indent=1))
+        write_json(args.json, record)
     return 0
 
 

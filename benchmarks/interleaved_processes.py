@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 from albert_tf.benchmarking.cases import benchmark_config, case_shape, step_flops  # noqa: E402
 from albert_tf.benchmarking.machine import cpu_description  # noqa: E402
 from albert_tf.benchmarking.runner import BenchmarkOptions, worker_environment  # noqa: E402
-from albert_tf.io_utils import atomic_file  # noqa: E402
+from albert_tf.io_utils import write_json  # noqa: E402
 
 STEPS = {
     ("tensorflow", "matmul"),
@@ -175,8 +175,7 @@ def main() -> int:
             onednn_off_path=args.onednn_off_path,
             variants=variants,
         )
-        with atomic_file(args.json) as temporary:
-            temporary.write_text(json.dumps(record, indent=1))
+        write_json(args.json, record)
     return 0
 
 

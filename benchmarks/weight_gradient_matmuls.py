@@ -29,7 +29,6 @@ relative to the summed form, same rounds.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -41,7 +40,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from albert_tf.benchmarking.machine import cpu_description  # noqa: E402
-from albert_tf.io_utils import atomic_file  # noqa: E402
+from albert_tf.io_utils import write_json  # noqa: E402
 
 ROWS = 16 * 128
 WEIGHTS = ((768, 3072), (3072, 768), (768, 2304))
@@ -139,15 +138,8 @@ def main() -> int:
         print(f"\n| weight | form | {title}, mean +- s.e. | median ms |\n|---|---|---|---|")
         rows += _table(seconds, forms, reference)
     if args.json:
-        record = dict(
-            cpu=cpu_description(),
-            dtype=args.dtype,
-            rows_of_x=args.rows,
-            layers=args.layers,
-            results=rows,
-        )
-        with atomic_file(args.json) as temporary:
-            temporary.write_text(json.dumps(record, indent=1))
+        settings = dict(dtype=args.dtype, rows_of_x=args.rows, layers=args.layers)
+        write_json(args.json, dict(cpu=cpu_description(), **settings, results=rows))
     return 0
 
 
