@@ -285,7 +285,7 @@ def test_interleaved_processes_smoke(tmp_path):
 
 def test_weight_gradient_matmuls_smoke(tmp_path):
     """benchmarks/weight_gradient_matmuls.py, two short rounds: every weight in every form, the
-    forward form and the per-layer sum their tables' references, and the gradient forms found
+    forward form and the per-layer sum their tables' references, and each product's forms found
     equal before timing."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "weight_gradient_matmuls.py"
     out = tmp_path / "dw.json"
