@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,6 +39,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from albert_tf.benchmarking.machine import cpu_description  # noqa: E402
+from albert_tf.benchmarking.worker import time_steps  # noqa: E402
 from albert_tf.io_utils import write_json  # noqa: E402
 
 ROWS = 16 * 128
@@ -96,40 +96,35 @@ def main() -> int:
     def tensor(*shape: int) -> tf.Tensor:
         return tf.cast(tf.constant(rng.standard_normal(shape, np.float32)), dtype)
 
-    steps = {}
+    # The forms of each product must agree (float32 accumulation in all).
+    tolerance = 2e-2 if args.dtype == "bfloat16" else 1e-4
+    functions = {}
     for k, n in WEIGHTS:
         x, w, dy = tensor(args.rows, k), tensor(k, n), tensor(args.rows, n)
-        # The forms of each product must agree (float32 accumulation in all).
-        tolerance = 2e-2 if args.dtype == "bfloat16" else 1e-4
         for product in ("forward", "gradient"):
             computes = [compute for kind, compute in FORMS.values() if kind == product]
-            results = [c(x, w, dy).numpy().astype(np.float32) for c in computes]
-            scale = float(np.abs(results[0]).max())
-            if any(np.abs(r - results[0]).max() > tolerance * scale for r in results[1:]):
-                raise SystemExit(f"[{k}, {n}]: the {product} forms disagree")
+            _check_agree(
+                [c(x, w, dy) for c in computes], tolerance, f"[{k}, {n}]: the {product} forms"
+            )
         for form, (_, compute) in FORMS.items():
             function = tf.function(lambda c=compute, x=x, w=w, dy=dy: c(x, w, dy)[:1, :1])
-            steps[(f"[{k}, {n}]", form)] = function
+            functions[(f"[{k}, {n}]", form)] = function
         stacked = _stacked_forms(
             [tensor(args.rows, k) for _ in range(args.layers)],
             [tensor(args.rows, n) for _ in range(args.layers)],
             tolerance,
         )
         for form, function in stacked.items():
-            steps[(f"[{k}, {n}]", form)] = function
-    for function in steps.values():
-        for _ in range(3):
-            function().numpy()
+            functions[(f"[{k}, {n}]", form)] = function
+    # Each step waits for its (one-element) result.
+    steps = {key: lambda f=function: f().numpy() for key, function in functions.items()}
+    for step in steps.values():
+        time_steps(step, 3, 0)
     seconds: dict[tuple[str, str], list[float]] = {key: [] for key in steps}
     for round_index in range(args.rounds):
         keys = list(steps) if round_index % 2 == 0 else list(reversed(steps))
         for key in keys:
-            times = []
-            for _ in range(args.calls):
-                start = time.perf_counter()
-                steps[key]().numpy()
-                times.append(time.perf_counter() - start)
-            seconds[key].append(statistics.median(times))
+            seconds[key].append(statistics.median(time_steps(steps[key], 0, args.calls)))
     rows = []
     for title, forms, reference in (
         ("time / forward's", FORMS, "X W (forward)"),
@@ -168,14 +163,24 @@ def _stacked_forms(xs: list[tf.Tensor], dys: list[tf.Tensor], tolerance: float) 
     def prestacked():
         return tf.cast(tf.matmul(x_stacked, dy_stacked, transpose_a=True), tf.float32)
 
-    products = [f().numpy() for f in (summed, stacked, prestacked)]
-    scale = float(np.abs(products[0]).max())
-    if any(np.abs(p - products[0]).max() > tolerance * scale for p in products[1:]):
-        raise SystemExit("the stacked and summed weight gradients disagree")
+    _check_agree(
+        [f() for f in (summed, stacked, prestacked)],
+        tolerance,
+        "the stacked and summed weight gradients",
+    )
     return {
         form: tf.function(lambda f=f: f()[:1, :1])
         for form, f in zip(STACKED_FORMS, (summed, stacked, prestacked), strict=True)
     }
+
+
+def _check_agree(products: list[tf.Tensor], tolerance: float, what: str) -> None:
+    """Stops the script unless every product is within `tolerance` of the first's largest
+    magnitude from the first."""
+    values = [p.numpy().astype(np.float32) for p in products]
+    scale = float(np.abs(values[0]).max())
+    if any(np.abs(v - values[0]).max() > tolerance * scale for v in values[1:]):
+        raise SystemExit(f"{what} disagree")
 
 
 def _table(seconds: dict, forms, reference: str) -> list[dict]:
@@ -183,8 +188,8 @@ def _table(seconds: dict, forms, reference: str) -> list[dict]:
     for (weight, form), times in seconds.items():
         if form not in forms:
             continue
-        forward = seconds[(weight, reference)]
-        ratios = [a / b for a, b in zip(times, forward, strict=True)]
+        reference_times = seconds[(weight, reference)]
+        ratios = [a / b for a, b in zip(times, reference_times, strict=True)]
         row = dict(
             weight=weight,
             form=form,
