@@ -66,7 +66,7 @@ def test_predict_and_serving_equal_in_memory(classify_run):
         cli.main(
             [
                 "predict",
-                "--model",
+                "--checkpoint",
                 str(root / "model"),
                 "--input",
                 str(root / "dev.tsv"),
@@ -214,7 +214,7 @@ def test_a_nan_first_epoch_does_not_stay_best():
     assert not _is_better(0.1, 0.2) and _is_better(0.3, 0.2)
 
 
-def test_max_steps_0_evaluates_the_start_and_reads_the_training_file_once(
+def test_train_steps_0_evaluates_the_start_and_reads_the_training_file_once(
     tmp_path, fixtures_dir, monkeypatch, capsys
 ):
     from albert_tf.finetune import data
@@ -227,7 +227,7 @@ def test_max_steps_0_evaluates_the_start_and_reads_the_training_file_once(
         data, "read_text_file", lambda path, **kw: reads.append(path) or read_text_file(path, **kw)
     )
     argv = ["--task", "classify", "--train", tmp_path / "train.tsv", "--eval", tmp_path / "dev.tsv"]
-    argv += ["--init", "random", "--config", write_config(tmp_path), "--max-steps", 0]
+    argv += ["--init", "random", "--config", write_config(tmp_path), "--train-steps", 0]
     argv += ["--sp-model", fixtures_dir / "tokenizer" / "spm.model", "--max-seq-length", 16]
     argv += ["--output", tmp_path / "out", "--dtype", "float32", "--no-serving"]
     assert run_cli(*argv) == 0

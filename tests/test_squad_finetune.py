@@ -117,7 +117,15 @@ def test_predict_cli_spans_and_official_scores(squad_run, capsys):
     out = root / "predictions.jsonl"
     assert (
         cli.main(
-            ["predict", "--model", str(root / "model"), "--input", str(dev), "--output", str(out)]
+            [
+                "predict",
+                "--checkpoint",
+                str(root / "model"),
+                "--input",
+                str(dev),
+                "--output",
+                str(out),
+            ]
         )
         == 0
     )

@@ -8,7 +8,14 @@ HELP = "Predict with a fine-tuned model (from `albert-tf finetune`) on a task fi
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="directory written by `albert-tf finetune`")
+    parser.add_argument(
+        "--checkpoint",
+        "--model",
+        dest="checkpoint",
+        required=True,
+        metavar="DIR",
+        help="the fine-tuned model: a directory written by `albert-tf finetune`",
+    )
     parser.add_argument(
         "--input", required=True, help="file in the training format; labels optional"
     )
@@ -19,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "null_score_diff}; multiple-choice {id, label, probabilities}; tag {words, tags}",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=64, help="texts per batch")
     parser.add_argument(
         "--runtime",
         default="tf",
@@ -50,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.output, args.overwrite, "--output")
     if args.runtime != "tf":
         check_runtime(args.runtime)  # a missing extra is named before the model loads
-    finetuned = load_finetuned(args.model)
+    finetuned = load_finetuned(args.checkpoint)
     # The file is read before an int8 runtime's export (up to a minute for base), so a bad
     # file is refused at once.
     task_data = load_examples(finetuned, args.input)

@@ -64,7 +64,9 @@ class FinetuneSettings:
     warmup_proportion: float = 0.1
     optimizer: str = "adamw"
     weight_decay: float = 0.01
-    max_steps: int | None = None  # stop early (tests, smoke runs); 0 evaluates the start
+    train_steps: int | None = (
+        None  # at most this many steps (default: the epochs'); 0 evaluates the start
+    )
     seed: int = 12345
     dtype: str = "auto"
     # === Features ===
@@ -131,7 +133,7 @@ class FinetuneSettings:
             0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion", "must be in [0, 1]"
         )
         self._require(
-            self.max_steps is None or self.max_steps >= 0, "max_steps", "must not be negative"
+            self.train_steps is None or self.train_steps >= 0, "train_steps", "must not be negative"
         )
         for name, choices in (
             ("optimizer", OPTIMIZERS),

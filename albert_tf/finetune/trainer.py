@@ -102,8 +102,8 @@ class _Loop:
         num_rows = len(next(iter(inputs.values())))
         self.steps_per_epoch = math.ceil(num_rows / run.batch_size)
         self.total_steps = self.steps_per_epoch * run.epochs
-        if run.max_steps is not None:
-            self.total_steps = min(self.total_steps, run.max_steps)
+        if run.train_steps is not None:
+            self.total_steps = min(self.total_steps, run.train_steps)
         warmup = int(run.warmup_proportion * self.total_steps)
         optimizer = build_optimizer(
             run.learning_rate,
