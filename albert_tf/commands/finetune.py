@@ -158,5 +158,5 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM (a preempted VM) unwinds like Ctrl-C: the output, written in a temporary
     # directory renamed into place at the end, is then removed, not left half-written.
     with sigterm_interrupts():
-        finetune(settings, log=lambda line: print(line, file=sys.stderr))
+        finetune(settings, log=lambda line: print(line, file=sys.stderr), progress=not args.quiet)
     return 0
