@@ -10,6 +10,7 @@ HELP = "Fine-tune ALBERT on classify, regress, squad, multiple-choice (RACE) or 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from albert_tf.dtypes import DTYPES
+    from albert_tf.finetune.defaults import help_text
     from albert_tf.finetune.settings import (
         OPTIMIZERS,
         QUOTINGS,
@@ -19,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         cli_defaults,
     )
 
+    parser.epilog = help_text()
     parser.add_argument(
         "--task",
         required=True,
@@ -79,6 +81,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "start",
     )
     parser.add_argument("--seed", type=int, help="seed of the head's weights and the shuffling")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        metavar="N",
+        help="run N times, with seeds --seed, --seed+1, ...: prints the mean and sd of the best "
+        "epochs' metric on --eval (the figure to report; one run is a draw) and keeps the run "
+        "best on --eval (the one to deploy; its own dev score is optimistic, so judge it on a "
+        "test split)",
+    )
     parser.add_argument("--dtype", choices=DTYPES, help="compute dtype (auto: the machine's best)")
     text = parser.add_argument_group("classify/regress columns (name or 0-based index)")
     text.add_argument(

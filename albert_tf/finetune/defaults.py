@@ -43,7 +43,7 @@ SIZE_DEFAULTS = (
     # `python experiments/finetune_defaults.py --init albert_en_mini ...` (issue 45).
     SizeDefaults(
         max_hidden_size=None,
-        name="base and larger (H>=768)",
+        name="larger (base: H=768)",
         learning_rate=2e-5,
         epochs=3,
         warmup_proportion=0.1,
@@ -78,5 +78,5 @@ def help_text() -> str:
     )
     return (
         "Defaults by model size (the encoder's hidden size H; each one also by its flag): "
-        f"{rows}. Between rows, the next larger row's."
+        f"{rows}. A size between two rows takes the larger row's."
     )

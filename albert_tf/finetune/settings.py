@@ -69,6 +69,7 @@ class FinetuneSettings:
         None  # at most this many steps (default: the epochs'); 0 evaluates the start
     )
     seed: int = 12345
+    seeds: int = 1  # runs with seeds seed, seed+1, ...; the best on eval_path is kept
     dtype: str = "auto"
     # === Features ===
     max_seq_length: int = 128
@@ -111,7 +112,7 @@ class FinetuneSettings:
         (nothing is read: files are checked when the run starts)."""
         self._require(self.task in TASK_NAMES, "task", f"must be one of {', '.join(TASK_NAMES)}")
         self._require(self.epochs is None or self.epochs >= 1, "epochs", "must be positive")
-        for name in ("batch_size", "eval_batch_size", "max_windows"):
+        for name in ("batch_size", "eval_batch_size", "max_windows", "seeds"):
             self._require(getattr(self, name) >= 1, name, "must be positive")
         for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
             self._require(getattr(self, name) >= 1, name, "must be positive")

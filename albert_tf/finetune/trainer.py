@@ -236,7 +236,7 @@ def finetune(
     returns what `predict.load_finetuned` would read from it, with the best weights in memory.
     The learning rate, epochs and warmup left None come from the encoder's size
     (`finetune.defaults`). The last lines logged are `summary.summary_lines`; `progress`
-    False hides the progress bars.
+    False hides the progress bars. `settings.seeds` > 1 runs `seeds.finetune_seeds`.
 
     Raises ConfigError/CheckpointError/DataError (one line each) for bad settings, sources and
     data, before any training starts.
@@ -244,6 +244,10 @@ def finetune(
     for flag, path in (("--train", settings.train_path), ("--eval", settings.eval_path)):
         if path is not None and not os.path.exists(path):
             raise DataError(f"{flag} {path} does not exist")
+    if settings.seeds > 1:
+        from albert_tf.finetune.seeds import finetune_seeds
+
+        return finetune_seeds(settings, log, progress)
     started = time.monotonic()
     task = get_task(settings)
     dtype = resolve_dtype(settings.dtype)
