@@ -84,3 +84,12 @@ def test_version():
         [sys.executable, "-m", "albert_tf.cli", "--version"], capture_output=True, text=True
     )
     assert result.returncode == 0 and result.stdout.strip() == f"albert-tf {__version__}"
+
+
+def test_export_finetuned_refuses_to_replace_its_folders(tmp_path, capsys):
+    from albert_tf.cli import main
+
+    (tmp_path / "hf").mkdir()
+    assert main(["export", "--finetuned", str(tmp_path), "--hf"]) == 2
+    err = capsys.readouterr().err
+    assert f"output {tmp_path / 'hf'} already exists (pass --overwrite" in err

@@ -73,7 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="instead: turn an exported encoder/ back into a checkpoint directory at --output",
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --output (with --finetuned: DIR/onnx/, DIR/hf/, DIR/keras_hub/)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         # First: the missing extra is one line, and onnxruntime-extensions must load before
         # TensorFlow (see export.onnx).
         import export.onnx  # noqa: F401
+    from pathlib import Path
+
     from albert_tf.errors import ExportError
     from albert_tf.io_utils import check_output_path
 
@@ -92,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
                 "DIR/hf/, DIR/keras_hub/: no --output, --checkpoint, --from-hub or --tflite"
             )
         # Every check before any folder is written.
+        for wanted, folder in ((args.onnx, "onnx"), (args.hf, "hf"), (args.keras_hub, "keras_hub")):
+            if wanted:
+                check_output_path(Path(args.finetuned) / folder, args.overwrite)
         if args.hf:
             from export.hf import check_finetuned_hf, export_finetuned_hf
 
