@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--character-coverage",
         type=float,
         default=0.99995,
-        help="fraction of the characters the vocabulary covers; the rarest others are <unk>",
+        help="fraction of the characters the vocabulary covers; the rarest others are `<unk>`",
     )
     parser.add_argument(
         "--input-sentence-size",
