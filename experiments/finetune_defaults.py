@@ -3,6 +3,12 @@ how many epochs fine-tune a model of one size, chosen on dev data only.
 
   python experiments/finetune_defaults.py --name albert_en_mini --init data/albert_en_mini/run \\
       --train data/task/train.tsv --dev data/task/dev.tsv
+  python experiments/finetune_defaults.py --name tiny --init albert_quickstart/pretrain \\
+      --vader amazon
+
+`--vader NAME` takes the data from VADER's ground truth (the vaderSentiment 3.3.2 sdist, fetched
+as experiments/rotten_tomatoes.py does, under data/): NAME's review or editorial snippets with
+their human rating's sign as the label, split 80/10/10 with seed 0; only train and dev are read.
 
 Every (learning rate, epochs, seed) of the grid fine-tunes `--init` on `--train` (classify),
 keeps its best epoch on `--dev` and appends one JSON line to
@@ -53,6 +59,25 @@ def read_results(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+VADER_SETS = ("amazon", "nyt", "movie")
+VADER_FILES = {
+    "amazon": "amazonReviewSnippets",
+    "nyt": "nytEditorialSnippets",
+    "movie": "movieReviewSnippets",
+}
+
+
+def vader_split(name: str) -> tuple[str, str]:
+    """(train, dev) TSVs of VADER's `name` snippets (fetched and split on first use)."""
+    sys.path.insert(0, str(REPO / "experiments"))
+    from rotten_tomatoes import TRUTH, VADER_DIR, fetch, split
+
+    work = REPO / "data" / "finetune_defaults"
+    snippets = fetch(work, f"{VADER_DIR}/{VADER_FILES[name]}{TRUTH}")
+    paths = split(snippets, work / name)
+    return str(paths["train"]), str(paths["dev"])
 
 
 def run_one(args: argparse.Namespace, learning_rate: float, epochs: int, seed: int) -> dict:
@@ -124,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sp-model", help="SentencePiece model (default: the one with --init)")
     parser.add_argument("--train", help="training split (TSV/CSV/JSONL, classify)")
     parser.add_argument("--dev", help="dev split: the one the setting is chosen on")
+    parser.add_argument("--vader", choices=VADER_SETS, help="instead of --train/--dev")
     parser.add_argument("--learning-rates", type=_floats, default=LEARNING_RATES)
     parser.add_argument("--epochs", type=_ints, default=EPOCHS)
     parser.add_argument("--seeds", type=_ints, default=SEEDS)
@@ -134,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = args.results / f"{args.name}.jsonl"
     records = read_results(path)
+    if args.vader and not args.report:
+        args.train, args.dev = vader_split(args.vader)
     if not args.report:
         if not (args.init and args.train and args.dev):
             parser.error("--init, --train and --dev are needed to run the sweep")
