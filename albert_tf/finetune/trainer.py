@@ -189,20 +189,20 @@ def _train(
     history, best, best_epoch, step = [], None, None, 0
     for epoch in range(1, run.epochs + 1):
         losses = []
-        progress = tqdm(
+        bar = tqdm(
             loop.dataset,
             total=loop.steps_per_epoch,
             desc=f"epoch {epoch}/{run.epochs}",
             leave=False,
             disable=not progress,
         )
-        for inputs, targets in progress:
+        for inputs, targets in bar:
             if step >= loop.total_steps:
                 break
             loss = float(loop.step(inputs, targets))
             losses.append(loss)
             step += 1
-            progress.set_postfix(loss=f"{loss:.4f}")
+            bar.set_postfix(loss=f"{loss:.4f}")
             with writer.as_default(step=step):
                 tf.summary.scalar("train/loss", loss)
         train_loss = float(np.mean(losses)) if losses else None
