@@ -87,6 +87,26 @@ def test_predict_and_serving_equal_in_memory(classify_run):
     assert [x.decode() for x in got["label"].numpy()] == [r["label"] for r in expected]
 
 
+def test_predict_carries_ids_and_reads_a_headerless_file(classify_run, capsys):
+    root, _ = classify_run
+    rows = (root / "dev.tsv").read_text().splitlines()[1:]  # index, sentence1, sentence2, label
+    headerless = root / "headerless.tsv"
+    headerless.write_text("".join(row.split("\t", 1)[1] + "\n" for row in rows))
+    out = root / "headerless.jsonl"
+    argv = ["predict", "--checkpoint", root / "model", "--input", headerless, "--output", out]
+    argv += ["--no-header", "--text-column", 0, "--text-pair-column", 1, "--label-column", 2]
+    assert cli.main([str(a) for a in argv]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"wrote {len(rows)} rows to {out}"
+    assert '"metrics"' in err[-2]  # the labels were read from column 2
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in records] == list(range(1, len(rows) + 1))  # line numbers
+    argv = ["predict", "--checkpoint", root / "model", "--input", root / "dev.tsv"]
+    assert cli.main([str(a) for a in argv]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in records] == [row.split("\t")[0] for row in rows]  # its index column
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_predict_runs_what_serving_runs_in_bfloat16(classify_run, tmp_path, dtype):
     """`predict` on a model that runs in bfloat16 (fine-tuned with `--dtype auto` on an

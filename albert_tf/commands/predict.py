@@ -8,6 +8,8 @@ HELP = "Predict with a fine-tuned model (from `albert-tf finetune`) on a task fi
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from albert_tf.finetune.settings import QUOTINGS
+
     parser.add_argument(
         "--checkpoint",
         "--model",
@@ -38,6 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--label-column", help="the gold label, if any (scored when every row has one)"
     )
     columns.add_argument("--no-header", action="store_true", help="--input has no header row")
+    columns.add_argument(
+        "--quoting",
+        choices=QUOTINGS,
+        help="TSV/CSV field quoting, as finetune's --quoting (default: as in training)",
+    )
     parser.add_argument("--batch-size", type=int, default=64, help="texts per batch")
     parser.add_argument(
         "--runtime",
@@ -74,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     # file is refused at once.
     columns = {
         name: getattr(args, name)
-        for name in ("text_column", "text_pair_column", "label_column")
+        for name in ("text_column", "text_pair_column", "label_column", "quoting")
         if getattr(args, name) is not None
     }
     if args.no_header:
