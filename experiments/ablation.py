@@ -402,7 +402,7 @@ def run_row(budget: Budget, row: Row, data: Prepared, work: Path, progress: bool
             epochs=budget.finetune_epochs,
             learning_rate=budget.finetune_learning_rate,
             max_seq_length=budget.seq_length,
-            train_steps=budget.finetune_max_steps,
+            max_steps=budget.finetune_max_steps,
         )
         with atomic_file(done) as tmp:
             tmp.write_text(json.dumps(run) + "\n")
