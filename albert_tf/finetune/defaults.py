@@ -62,13 +62,6 @@ def size_defaults(hidden_size: int | None) -> SizeDefaults:
     return SIZE_DEFAULTS[-1]
 
 
-def unset_sized(values: dict, hidden_size: int | None) -> dict:
-    """The sized settings that `values` (settings by field name) leave None, filled from the
-    row for `hidden_size`."""
-    row = size_defaults(hidden_size)
-    return {name: getattr(row, name) for name in SIZED if values.get(name) is None}
-
-
 def help_text() -> str:
     """The rows as one paragraph, for `albert-tf finetune --help`."""
     rows = "; ".join(
