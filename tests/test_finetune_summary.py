@@ -95,16 +95,16 @@ def pairs(tmp_path):
 def test_summary_and_floor_warning_end_a_run_that_learns_nothing(pairs, fixtures_dir, capsys):
     assert _run(pairs, fixtures_dir, "--learning-rate", "1e-9", "--train-steps", 3) == 0
     err = capsys.readouterr().err.splitlines()
-    assert not any("epoch 2/3" in line for line in err)  # --quiet: no bar, in any epoch
+    assert not any("epoch 2/5" in line for line in err)  # --quiet: no bar, in any epoch
     defaults = next(line for line in err if line.startswith("defaults for hidden size 32, tiny"))
-    assert "epochs 3" in defaults and "learning rate" not in defaults  # given
-    assert err[-4].startswith("best epoch: ") and " of 3, accuracy " in err[-4]
+    assert "epochs 5" in defaults and "learning rate" not in defaults  # given
+    assert err[-4].startswith("best epoch: ") and " of 5, accuracy " in err[-4]
     assert "; majority class " in err[-4]
     assert err[-3].startswith(f"labels in {pairs / 'train.tsv'}: ")
     assert err[-2].startswith("time: ") and err[-2].endswith(str(pairs / "out" / "logs"))
     assert err[-1].startswith("warning: the best epoch (accuracy ")
     meta = json.loads((pairs / "out" / "finetune.json").read_text())
-    assert meta["settings"]["learning_rate"] == 1e-9 and meta["settings"]["epochs"] == 3
+    assert meta["settings"]["learning_rate"] == 1e-9 and meta["settings"]["epochs"] == 5
     assert meta["floor"]["what"].startswith("majority class")
 
 
