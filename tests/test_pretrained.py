@@ -120,3 +120,16 @@ def test_exported_to_transformers_it_computes_what_ours_does(shipped, tmp_path, 
     np.testing.assert_allclose(
         ours["pooled_output"].numpy(), theirs.pooler_output.numpy(), atol=1e-4
     )
+
+
+def test_the_model_card_is_generated_from_the_committed_results():
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("model_card", REPO / "docs/scripts/model_card.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    committed = (model_dir(NAME) / "MODEL_CARD.md").read_text()
+    assert committed == script.rendered(), "stale card: run python docs/scripts/model_card.py"
+    assert "albert_en_mini" in committed and "| shipped float16 weights |" in committed
