@@ -27,6 +27,7 @@ _LAZY = {
     "SentenceOrderHead": "albert_tf.heads",
     "CheckpointDir": "albert_tf.checkpoint",
     "load_checkpoint_dir": "albert_tf.checkpoint",
+    "load_pretrained": "albert_tf.pretrained",
     "save_checkpoint_dir": "albert_tf.checkpoint",
     "parameter_breakdown": "albert_tf.params",
     "AlbertTokenizer": "preprocess.tokenizer",

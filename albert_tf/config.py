@@ -24,6 +24,11 @@ ACTIVATIONS = ("gelu", "gelu_new", "gelu_exact", "gelu_python", "relu", "swish")
 # How blocks share weights across the layers of a group (the paper's Table 4 ablations).
 SHARED_PARAMS = ("all", "attention", "ffn", "none")
 
+# Models shipped in the package (albert_tf/pretrained/NAME/): a name works wherever a config or
+# a checkpoint is read (albert_tf.pretrained).
+SHIPPED_DIR = Path(__file__).resolve().parent / "pretrained"
+SHIPPED_MODELS = ("albert_en_mini",)
+
 # Keys of released config files that the original code never reads.
 IGNORED_KEYS = ("net_structure_type", "gap_size", "num_memory_blocks", "layers_to_keep")
 
@@ -198,8 +203,13 @@ def resolve_config(spec: str | os.PathLike | AlbertConfig) -> AlbertConfig:
     name = str(spec)
     if name in PRESETS:
         return PRESETS[name]
+    if name in SHIPPED_MODELS and not os.path.exists(name):
+        return AlbertConfig.from_json_file(SHIPPED_DIR / name / CONFIG_FILE)
     if os.path.isdir(name):
         name = os.path.join(name, CONFIG_FILE)
     if not os.path.exists(name):
-        raise ConfigError(f"{spec!r} is neither a preset ({', '.join(PRESETS)}) nor a config file")
+        raise ConfigError(
+            f"{spec!r} is neither a preset ({', '.join(PRESETS)}), a shipped model "
+            f"({', '.join(SHIPPED_MODELS)}) nor a config file"
+        )
     return AlbertConfig.from_json_file(name)

@@ -13,6 +13,7 @@ global norm AFTER that aggregation, which is what a distributed custom loop need
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -88,9 +89,11 @@ def build_optimizer(
     *,
     name: str = "lamb",
     weight_decay: float = WEIGHT_DECAY_RATE,
+    lr_scale=None,
 ):
     """The optimizer of `optimization_settings` (tf_keras legacy) with its schedule; float16
-    wraps it in loss scaling.
+    wraps it in loss scaling. `lr_scale` (a float32 tf.Variable, not checkpointed by the
+    optimizer) multiplies the schedule: pretraining's divergence guard lowers it.
 
     Create it inside the distribution strategy's scope.
     """
@@ -100,7 +103,36 @@ def build_optimizer(
     factory = optimizer_factory.OptimizerFactory(
         optimization_settings(learning_rate, train_steps, warmup_steps, name, weight_decay)
     )
-    optimizer = factory.build_optimizer(factory.build_learning_rate())
+    schedule = factory.build_learning_rate()
+    if lr_scale is not None:
+        schedule = scaled_schedule(schedule, lr_scale)
+    optimizer = factory.build_optimizer(schedule)
     if dtype == "float16":
         optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
     return optimizer
+
+
+@functools.cache
+def _scaled_schedule_class() -> type:
+    """ScaledSchedule, defined on first use (tf_keras is imported only when an optimizer is)."""
+    import tf_keras as keras
+
+    class ScaledSchedule(keras.optimizers.schedules.LearningRateSchedule):
+        """`schedule(step) * scale`, with `scale` a variable the host may lower mid-run."""
+
+        def __init__(self, schedule, scale) -> None:
+            self.schedule = schedule
+            self.scale = scale
+
+        def __call__(self, step):
+            return self.schedule(step) * self.scale
+
+        def get_config(self) -> dict:
+            return {"schedule": self.schedule.get_config(), "scale": float(self.scale.numpy())}
+
+    return ScaledSchedule
+
+
+def scaled_schedule(schedule, scale):
+    """A learning-rate schedule that multiplies `schedule` by the variable `scale`."""
+    return _scaled_schedule_class()(schedule, scale)

@@ -21,6 +21,11 @@ refuses data that differs from the committed run's.
 Usage (run niced on a shared machine):
   nice -n 19 python experiments/albert_en_mini.py            # all stages, resumable
   python experiments/albert_en_mini.py --package-only        # stage 5 from the last checkpoint
+  python experiments/albert_en_mini.py --save-resume         # commit this, end the session
+
+A session that ends mid-run commits `experiments/resume/albert_en_mini/` (the latest checkpoint
+with its optimizer state, about 36 MB); on a new machine the script rebuilds the data, checks its
+digests against the manifest and restores the run from there before resuming.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from corpora import english_readers, python_docs_documents, write_split  # noqa:
 
 RESULTS = ROOT / "experiments" / "results" / "albert_en_mini"
 WORK = ROOT / "data" / "albert_en_mini"
+# The run's latest checkpoint (weights, LAMB slots, step), settings, guard record and TensorBoard
+# logs, committed when a session ends mid-run: the next session restores it and resumes.
+RESUME = ROOT / "experiments" / "resume" / "albert_en_mini"
 NAME = "albert_en_mini"
 
 # The model: Turc et al.'s "mini" width (4 layers of 256) in ALBERT's design: factorized
@@ -64,7 +72,7 @@ RUN = {
     "batch_size": 32,
     "learning_rate": 3e-3,
     "warmup_steps": 1000,
-    "train_steps": 16000,
+    "train_steps": 12000,
     "eval_every": 1000,
     "save_every": 500,
     "max_eval_examples": 4096,
@@ -174,7 +182,65 @@ def pretrain(work: Path, paths: dict[str, Path], minutes: float | None) -> None:
     ]  # fmt: skip
     if minutes:
         args += ["--minutes", str(minutes)]
-    albert_tf(*args)
+    log_session(work / "run", "start")
+    try:
+        albert_tf(*args)
+    finally:
+        log_session(work / "run", "stop")
+
+
+def log_session(run: Path, event: str) -> None:
+    """Appends the run's step, the time and the CPU to sessions.jsonl: the run spans sessions,
+    possibly on machines of different kinds, and the model card says which."""
+    import time
+
+    import tensorflow as tf
+
+    from albert_tf.benchmarking.machine import cpu_description
+
+    latest = tf.train.latest_checkpoint(str(run)) if run.is_dir() else None
+    record = {
+        "event": event,
+        "step": int(latest.rsplit("-", 1)[1]) if latest else 0,
+        "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "cpu": cpu_description()["model"],
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS / "sessions.jsonl", "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def save_resume(run: Path, target: Path = RESUME) -> Path:
+    """Copies what resuming `run` needs (its latest checkpoint only) into `target` (replaced)."""
+    import shutil
+
+    import tensorflow as tf
+
+    from albert_tf.io_utils import atomic_dir
+
+    latest = Path(tf.train.latest_checkpoint(str(run)))
+    with atomic_dir(target, overwrite=True) as tmp:
+        for path in run.iterdir():
+            if path.is_file() and not path.name.startswith(("ckpt-", "checkpoint")):
+                shutil.copyfile(path, tmp / path.name)
+        for path in run.glob(f"{latest.name}.*"):
+            shutil.copyfile(path, tmp / path.name)
+        (tmp / "checkpoint").write_text(
+            f'model_checkpoint_path: "{latest.name}"\nall_model_checkpoint_paths: "{latest.name}"\n'
+        )
+        shutil.copytree(run / "logs", tmp / "logs")
+    return target
+
+
+def restore_resume(run: Path, source: Path = RESUME) -> bool:
+    """A new machine's run directory from the committed resume state (when there is no run)."""
+    import shutil
+
+    if run.exists() or not source.is_dir():
+        return False
+    shutil.copytree(source, run)
+    print(f"restored {run} from {source}", flush=True)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,11 +249,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, help="stop pretraining after this wall time")
     parser.add_argument("--prepare-only", action="store_true", help="stages 1-3 only")
     parser.add_argument("--package-only", action="store_true", help="stage 5 only")
+    parser.add_argument(
+        "--save-resume",
+        action="store_true",
+        help=f"copy the run's latest checkpoint and logs to {RESUME.relative_to(ROOT)} and exit",
+    )
     args = parser.parse_args(argv)
+    if args.save_resume:
+        print(save_resume(args.work / "run"))
+        return 0
     paths = prepare(args.work)
     check_manifest(paths)
     if args.prepare_only:
         return 0
+    restore_resume(args.work / "run")
     if not args.package_only:
         pretrain(args.work, paths, args.minutes)
     from albert_en_mini_package import package

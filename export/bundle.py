@@ -133,7 +133,8 @@ def export_bundle(
 ) -> ExportedBundle:
     """Exports TF-Hub SavedModels (and TFLite files) into `output_dir`, atomically.
 
-    - `encoder/` from `checkpoint_dir` (our checkpoint directory), see `export.encoder`.
+    - `encoder/` from `checkpoint_dir` (our checkpoint directory, or a shipped model's name such
+      as `albert_en_mini`), see `export.encoder`.
     - `preprocess/` when a SentencePiece model is given as `sp_model` or found as `spm.model` in
       `checkpoint_dir`: strings -> the encoder inputs at `seq_length` (see
       `preprocess.preprocess_model`). Without `checkpoint_dir`, only this part is written.
@@ -152,6 +153,10 @@ def export_bundle(
     with `hf` or `keras_hub`), CheckpointError (missing config or checkpoint), TokenizerError (unusable SentencePiece model), OutputError (exists and not `overwrite`,
     unwritable). Nothing is left at `output_dir` on failure.
     """
+    if checkpoint_dir is not None:
+        from albert_tf.pretrained import resolve
+
+        checkpoint_dir = resolve(checkpoint_dir)  # a shipped model's name works as a directory
     tokenizer = _check_arguments(
         checkpoint_dir, sp_model, seq_length, tflite, onnx, keras_hub, hf, do_lower_case
     )

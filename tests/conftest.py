@@ -37,6 +37,15 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("ALBERT_TF_FIXTURES") or REPO / "tests" / "fixtures")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shipped_model_cache(tmp_path_factory) -> Path:
+    """Shipped models (albert_tf.pretrained) are written as checkpoint directories into a cache
+    on first use: the suite's goes to a temporary folder, not the user's ~/.cache."""
+    cache = tmp_path_factory.mktemp("albert_tf_cache")
+    os.environ["ALBERT_TF_CACHE"] = str(cache)
+    return cache
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():

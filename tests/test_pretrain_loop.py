@@ -208,6 +208,9 @@ def test_minutes_stop_within_one_loop_of_the_budget(shards, tmp_path):
         minutes=budget,
         dtype="float32",
         progress=False,
+        # Memorizing 100-piece toy data at a constant rate, the loss swings from 0.02 to 5: the
+        # divergence guard would (rightly) roll back, which this timing test is not about.
+        spike_factor=float("inf"),
     )
     result = pretrain(settings)
     assert result.stopped_early and result.step % 20 == 0 and len(result.loop_seconds) > 2

@@ -2,7 +2,8 @@
 
 Every path may be local or a tf.io.gfile URL (gs://bucket/..., as Cloud TPUs need).
 
-Exit codes: 0 done (or stopped by --minutes), 2 bad input, 75 preempted (SIGTERM or SIGINT: a
+Exit codes: 0 done (or stopped by --minutes), 2 bad input or a divergence the guard could not
+undo (guard.py), 75 preempted (SIGTERM or SIGINT: a
 checkpoint of the step reached was written; the same command resumes), 69 a lost worker (the
 same command on every worker resumes from the last checkpoint). See preemption.py.
 """
@@ -13,6 +14,7 @@ import argparse
 import os
 import sys
 
+from albert_tf.pretraining.guard import DEFAULT_MAX_ROLLBACKS, DEFAULT_SPIKE_FACTOR
 from albert_tf.pretraining.settings import (
     DEFAULT_GRACE_SECONDS,
     DEFAULT_STEPS_PER_LOOP,
@@ -46,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--init-checkpoint",
         dest="init_checkpoint",
         metavar="DIR",
-        help="checkpoint directory to continue pretraining from (default: random weights)",
+        help="checkpoint directory (or a shipped model's name, e.g. albert_en_mini) to continue "
+        "pretraining from (default: random weights)",
     )
     parser.add_argument("--sp-model", help="SentencePiece model, copied into the output")
     parser.add_argument("--train-steps", type=int, required=True, help="optimizer steps in all")
@@ -112,6 +115,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between SIGTERM and the kill: loops are cut so that one loop and a "
         "checkpoint save fit in it (on SIGTERM the run saves at the end of its loop and exits "
         "with code 75)",
+    )
+    parser.add_argument(
+        "--spike-factor",
+        type=float,
+        default=DEFAULT_SPIKE_FACTOR,
+        help="divergence guard: a loop whose mean loss exceeds this times the lowest recent "
+        "median loss (or any non-finite loss or weight) rolls back to the last checkpoint, "
+        "skips the batches since and halves the learning rate; inf checks only for non-finite "
+        "values (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-rollbacks",
+        type=int,
+        default=DEFAULT_MAX_ROLLBACKS,
+        help="rollbacks allowed before a divergence stops the run with exit code 2 "
+        "(default %(default)s)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

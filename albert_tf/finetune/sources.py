@@ -64,7 +64,8 @@ def load_source(
 ) -> Source:
     """Loads the encoder named by `source`.
 
-    - our checkpoint directory (`albert_config.json` + TF2 checkpoint with an `encoder`);
+    - our checkpoint directory (`albert_config.json` + TF2 checkpoint with an `encoder`), or a
+      shipped model's name (`albert_en_mini`, see albert_tf.pretrained);
     - an original TF1 checkpoint (prefix or directory), with `config` or an
       `albert_config.json` beside it, converted in memory;
     - a TF-Hub encoder SavedModel directory (fine-tuned through `hub.KerasLayer(trainable=True)`);
@@ -83,7 +84,9 @@ def load_source(
 
         resolved = resolve_config(config)
         return Source("random", AlbertEncoder(resolved), resolved, sp_path)
-    path = Path(source)
+    from albert_tf.pretrained import resolve
+
+    path = Path(resolve(source))  # a shipped model's name: its checkpoint directory
     if not path.exists() and not Path(str(path) + ".index").exists():
         raise CheckpointError(f"--init {path} does not exist")
     if _is_hub_dir(path):

@@ -15,6 +15,7 @@ _LAZY = {
     "pretrain": "albert_tf.pretraining.trainer",
     "make_strategy": "albert_tf.pretraining.strategy",
     "WorkerLost": "albert_tf.pretraining.preemption",
+    "DivergenceError": "albert_tf.pretraining.guard",
     "CheckSettings": "albert_tf.pretraining.check",
     "run_check": "albert_tf.pretraining.check",
 }

@@ -38,7 +38,9 @@ STEP_TENSOR = "step/.ATTRIBUTES/VARIABLE_VALUE"  # TrainLoop's step counter in a
 def resolve_checkpoint(path: str | os.PathLike) -> tuple[str, str]:
     """(checkpoint directory, checkpoint prefix) for a checkpoint directory (its latest
     checkpoint) or a checkpoint prefix (`dir/ckpt-4`) in one; CheckpointError if neither."""
-    path = path_str(path)
+    from albert_tf.pretrained import resolve
+
+    path = path_str(resolve(path))  # a shipped model's name: its checkpoint directory
     with gfile_errors(CheckpointError, f"cannot read checkpoint {path}"):
         if tf.io.gfile.isdir(path):
             directory, prefix = path, None

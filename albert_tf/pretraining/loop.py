@@ -94,7 +94,9 @@ class TrainLoop:
                 self.trained_variables = [
                     v for v, g in zip(self.trained_variables, reached, strict=True) if g is not None
                 ]
-            self.optimizer = build_optimizer(*optimizer_args, dtype=dtype)
+            # Not in the checkpoint: the divergence guard sets it from guard.json (guard.py).
+            self.lr_scale = tf.Variable(1.0, trainable=False, name="lr_scale")
+            self.optimizer = build_optimizer(*optimizer_args, dtype=dtype, lr_scale=self.lr_scale)
             self.step = tf.Variable(
                 0,
                 dtype=tf.int64,
@@ -260,6 +262,13 @@ class TrainLoop:
         )
         count = tf.size(flags)
         return total[:count] > 0, total[count:]
+
+    @tf.function
+    def weights_finite(self) -> tf.Tensor:
+        """True when every model weight is finite (checked before each checkpoint)."""
+        return tf.reduce_all(
+            [tf.reduce_all(tf.math.is_finite(v)) for v in self.model.trainable_variables]
+        )
 
     def learning_rate(self, step: int) -> float:
         """The learning rate of update number `step` (0-based)."""

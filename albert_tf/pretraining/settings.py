@@ -16,6 +16,7 @@ from typing import Any
 from albert_tf.config import AlbertConfig
 from albert_tf.dtypes import DTYPES
 from albert_tf.errors import ConfigError
+from albert_tf.pretraining.guard import DEFAULT_MAX_ROLLBACKS, DEFAULT_SPIKE_FACTOR
 
 JIT_CHOICES = ("auto", "on", "off")
 DTYPE_CHOICES = DTYPES
@@ -62,6 +63,8 @@ class PretrainSettings:
     jit_compile: str = "auto"  # XLA for the replica step: auto (TPU/GPU on, CPU off), on, off
     deterministic: bool = False  # TF op determinism: bit-exact reruns and resumes
     preemption_grace: float = DEFAULT_GRACE_SECONDS  # SIGTERM to kill: a loop + a save fit in it
+    spike_factor: float = DEFAULT_SPIKE_FACTOR  # a loop's mean loss above this x the reference
+    max_rollbacks: int = DEFAULT_MAX_ROLLBACKS  # rollbacks before a divergence stops the run
     overwrite: bool = False
     progress: bool = True
 
@@ -108,6 +111,12 @@ class PretrainSettings:
             "preemption_grace",
             "must be a positive number of seconds",
         )
+        _require(
+            not math.isnan(self.spike_factor) and self.spike_factor > 1,
+            "spike_factor",
+            "must be a number above 1 (inf: no spike check)",
+        )
+        _require(self.max_rollbacks >= 0, "max_rollbacks", "must be 0 or more")
         check_batch_split(self.batch_size, 1, self.grad_accum_steps)
         for name, choices in (
             ("jit_compile", JIT_CHOICES),

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
@@ -50,6 +51,7 @@ from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError, DataError
 from albert_tf.io_utils import gfile_errors, is_file, is_remote, join, path_str
 from albert_tf.pretraining import data as data_lib
+from albert_tf.pretraining.guard import GUARD_FILE, DivergenceError, DivergenceGuard
 from albert_tf.pretraining.loop import SUM_KEYS, TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
 from albert_tf.pretraining.preemption import StopSignals, lost_worker, restorable_checkpoint
@@ -81,6 +83,7 @@ class PretrainResult:
     stopped_at: float = 0.0  # seconds from the start when training stopped (before the last save)
     last_save_seconds: float = 0.0
     preempted: str | None = None  # the signal that stopped the run (SIGTERM, SIGINT), if any
+    rollbacks: list[dict] = dataclasses.field(default_factory=list)  # the guard's, this run's
 
 
 def check_xla(use_xla: bool, device: str, replicas: int) -> None:
@@ -135,6 +138,10 @@ def _pretrain(
     if sp_model:
         load_sp_model(sp_model, config.vocab_size)
     init = settings.init_checkpoint
+    if init:
+        from albert_tf.pretrained import resolve
+
+        init = path_str(resolve(init))  # a shipped model's name: its checkpoint directory
     init_prefix = check_init_checkpoint(init, config) if init else None
     if init_prefix and not sp_model:
         with gfile_errors(CheckpointError, f"cannot read init checkpoint {init}"):
@@ -323,6 +330,10 @@ class _HostLoop:
         self.saved_step: int | None = None
         self.evaluated_step: int | None = None
         self.step = int(loop.step.numpy())  # the step reached, for errors raised mid-run
+        record = Path(output) / GUARD_FILE if chief and not is_remote(output) else None
+        self.guard = DivergenceGuard(settings.spike_factor, settings.max_rollbacks, record)
+        self.guard.load(self.step)
+        loop.lr_scale.assign(self.guard.lr_scale)
         # The chief's figures, agreed by all workers after each loop (they size the next loop).
         self.step_seconds = 0.0
         self.agreed_save_seconds = 0.0
@@ -400,6 +411,37 @@ class _HostLoop:
                 loss=f"{metrics['loss']:.3f}", ex_s=f"{metrics['examples_per_second']:.1f}"
             )
 
+    def check_loop(self, step: int, rows: np.ndarray) -> bool:
+        """The divergence guard on the loop that ended at `step`: True when it was bad and the
+        run rolled back to its last checkpoint (DivergenceError when rollbacks are used up)."""
+        task = self.result.sentence_task
+        losses = [
+            metrics_from_sums(dict(zip(SUM_KEYS, row.tolist(), strict=True)), task)["loss"]
+            for row in rows
+        ]
+        reason = self.guard.check_losses(losses)
+        if reason is None and not bool(self.loop.weights_finite()):
+            reason = "non-finite weights"
+        if reason is None:
+            return False
+        latest = self.manager.latest_checkpoint
+        if latest is None:
+            raise DivergenceError(
+                f"pretraining diverged at step {step} ({reason}) before its first checkpoint: "
+                "lower --learning-rate or add --warmup-steps"
+            )
+        self.loop.checkpoint.restore(latest).assert_existing_objects_matched()
+        restored = int(self.loop.step.numpy())
+        mean = float(np.mean(losses))
+        rollback = self.guard.roll_back(step, mean, restored, reason)
+        self.loop.lr_scale.assign(self.guard.lr_scale)
+        self.result.rollbacks.append(dataclasses.asdict(rollback))
+        self.log(
+            f"step {step}: {reason}; rolled back to step {restored}, skipping "
+            f"{rollback.skipped_batches} batches, learning rate x{rollback.lr_scale:g}"
+        )
+        return True
+
     def train(self, *, fresh: bool, started: float, signals: StopSignals) -> PretrainResult:
         s, loop, result = self.settings, self.loop, self.result
         step = self.step
@@ -408,7 +450,7 @@ class _HostLoop:
         train_set = distribute(
             loop.strategy,
             lambda **kw: data_lib.train_dataset(
-                self.spec, s.batch_size, s.seed, skip_steps=step, **kw
+                self.spec, s.batch_size, s.seed, skip_steps=step + self.guard.skipped_batches, **kw
             ),
         )
         iterator = iter(train_set)
@@ -429,6 +471,12 @@ class _HostLoop:
             ended = time.monotonic()
             seconds = ended - begin
             result.loop_seconds.append(seconds)
+            if self.check_loop(step + steps, rows):
+                self.step = step = int(loop.step.numpy())
+                self.bar.n = step
+                self.bar.refresh()
+                totals, interval_steps, interval_seconds = np.zeros(len(SUM_KEYS)), 0, 0.0
+                continue
             for i, row in enumerate(rows):
                 at = step + i + 1
                 totals += row

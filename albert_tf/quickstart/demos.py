@@ -186,3 +186,38 @@ def run_demos(
     ]
     details = {"fill_in_the_blank": blank_details, "neighbours": pair_details}
     return DemoFigures(blanks, neighbours, len(rows), len(pairs), details)
+
+
+def sentencepiece_frequencies(tokenizer) -> np.ndarray:
+    """float64 [V]: each piece's probability under the SentencePiece unigram model (fitted to
+    the model's training text): the unigram baseline of a model whose training data is not at
+    hand (a shipped model). Control, unknown and user-defined pieces score 0 in the model (a
+    learned piece's score is its log-probability, below 0): they get probability 0."""
+    sp = tokenizer.sp_model
+    scores = np.array([sp.GetScore(piece) for piece in range(sp.GetPieceSize())])
+    return np.where(scores < 0, np.exp(np.minimum(scores, 0.0)), 0.0)
+
+
+def shipped_demos(name: str, seed: int, log: Callable[[str], None]) -> DemoFigures:
+    """Both demos for the shipped pretrained model `name` (albert_tf.pretrained) beside the same
+    shape with random weights; the unigram baseline is its SentencePiece model's
+    (sentencepiece_frequencies)."""
+    import tensorflow as tf
+
+    from albert_tf.config import SP_MODEL_FILE, resolve_config
+    from albert_tf.pretrained import checkpoint_dir
+    from albert_tf.quickstart.evaluation import load_model
+    from preprocess.tokenizer import AlbertTokenizer
+
+    directory = checkpoint_dir(name)
+    config = resolve_config(name)
+    models = {
+        "trained": load_model(config, tf.train.latest_checkpoint(str(directory)), seed),
+        "random": load_model(config, None, seed),
+    }
+    tokenizer = AlbertTokenizer(directory / SP_MODEL_FILE)
+    special = {
+        key: tokenizer.convert_tokens_to_ids([token])[0]
+        for key, token in (("cls", "[CLS]"), ("sep", "[SEP]"), ("mask", "[MASK]"))
+    }
+    return run_demos(models, tokenizer, sentencepiece_frequencies(tokenizer), special, log)

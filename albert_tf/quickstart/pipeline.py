@@ -3,7 +3,8 @@
 corpus -> SentencePiece vocabulary -> pretraining data (training and held out) -> pretrain the
 `tiny` preset for a fixed wall time, evaluating on the held-out data as it goes -> export TF-Hub
 encoder + preprocess modules -> held-out figures beside their baselines (evaluation.py) ->
-demos, trained beside random init (demos.py) -> curves.png (curves.py) -> load
+demos, trained beside random init (demos.py), then the same demos with the shipped pretrained
+`albert_en_mini` -> curves.png (curves.py) -> load
 the modules with hub.KerasLayer, here and in a new Python process.
 
 Everything lands in one output directory, built atomically (a temporary sibling renamed into
@@ -45,6 +46,7 @@ LEARNING_RATE = 1e-2  # LAMB; the tiny preset learns fastest here in a few hundr
 STEPS_PER_SECOND = 3.0  # tiny preset, batch 32 x 128, 2 CPU cores (sets the LR schedule)
 EVALUATIONS = 8  # held-out evaluations during pretraining (points of the accuracy curve)
 SEED = 12345
+SHIPPED_MODEL = "albert_en_mini"  # shown beside the quickstart's own model in the demos
 RELOAD_SENTENCE = "Return the number of items in the list."
 
 
@@ -64,6 +66,8 @@ class QuickstartResult:
     heldout_masked_tokens: int  # blanks (MLM)
     heldout: dict[str, dict[str, float]]  # trained / random_init / unigram -> Scores
     demos: dict[str, dict]  # fill_in_the_blank / neighbours: median ranks by predictor, items
+    # The same demos with the shipped pretrained model (albert_tf.pretrained) as "trained".
+    shipped_demos: dict[str, dict] = field(default_factory=dict)
     train_history: list[dict] = field(default_factory=list)
     eval_history: list[dict] = field(default_factory=list)
     seconds: float = 0.0
@@ -117,7 +121,7 @@ def run_quickstart(
     work.
     """
     target = validate_arguments(out, minutes, overwrite)
-    steps = _Steps(8, log)
+    steps = _Steps(9, log)
     log(f"albert-tf quickstart: a tiny ALBERT from scratch on CPU, into {target}")
     if is_quickstart_output(target):
         log("      (replacing the previous quickstart's output there when this run completes)")
@@ -197,6 +201,13 @@ def run_quickstart(
         )
         steps.done(f"curves: {curves}")
 
+        steps.start(f"The same demos with {SHIPPED_MODEL}, pretrained by albert-tf and shipped")
+        from albert_tf.quickstart.demos import shipped_demos
+
+        shipped = shipped_demos(SHIPPED_MODEL, SEED, log)
+        print_demo_margins(shipped, log)
+        steps.done(f"{SHIPPED_MODEL}: see its model card (docs/models/albert_en_mini.md)")
+
         steps.start("Loading the modules with hub.KerasLayer, here and in a new Python process")
         drift = finish_new_process(reload, hub_pooled_output(target / "hub", RELOAD_SENTENCE))
         steps.done(f"pooled_output matches across processes within {drift:.1e}")
@@ -216,13 +227,8 @@ def run_quickstart(
         heldout_examples=heldout.size,
         heldout_masked_tokens=heldout.masked,
         heldout={k: asdict(v) for k, v in scores.items()},
-        demos={
-            name: {"median_rank": medians, "items": demos.details[name]}
-            for name, medians in (
-                ("fill_in_the_blank", demos.blanks),
-                ("neighbours", demos.neighbours),
-            )
-        },
+        demos=_demo_record(demos),
+        shipped_demos=_demo_record(shipped),
         train_history=history.train_history,
         eval_history=history.eval_history,
         seconds=time.monotonic() - steps.started,
@@ -234,6 +240,14 @@ def run_quickstart(
 
 
 _SPECIAL = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
+
+
+def _demo_record(demos) -> dict[str, dict]:
+    """results.json's record of DemoFigures: median ranks by predictor, and every item."""
+    return {
+        name: {"median_rank": medians, "items": demos.details[name]}
+        for name, medians in (("fill_in_the_blank", demos.blanks), ("neighbours", demos.neighbours))
+    }
 
 
 def _vocab_size(sp_model: Path) -> int:

@@ -1,0 +1,227 @@
+"""The label-efficiency curve: `albert_en_mini` against random init with few labels (issue 44).
+
+Rotten Tomatoes (rotten_tomatoes.py: 10,568 movie sentences, seeded 80/10/10 split) with 100,
+300, 1,000 and all 8,454 training labels. Both arms have the same shape and vocabulary: `--init
+albert_en_mini`, and `--init random --config albert_en_mini` with the shipped SentencePiece model.
+
+Protocol (fixed before any result was seen):
+- seed s draws the labeled subset (a seeded sample of the training split; all labels: the whole
+  split) and seeds fine-tuning; seeds 1-5 per point;
+- the learning rate is picked per arm and size on dev only: each of LEARNING_RATES with seeds 1-2,
+  the one with the higher mean dev accuracy is kept and run with seeds 3-5 too;
+- every run trains `epochs_for(n)` epochs (about 200 steps or more), keeps its best dev epoch and
+  scores the test split (1,057 sentences) once; AdamW, batch 16 below 1,000 labels and 32 from
+  there, sequence length 64, float32;
+- reported: test accuracy, mean +- standard error over the 5 seeds, per arm and size.
+
+Each run's result is a small JSON under experiments/results/label_efficiency/runs/ (committed as
+it finishes), so the script resumes where it stopped and spans sessions; `--report-only`
+rewrites `results.json`, `table.md` and the chart `label_efficiency.png` from them.
+
+Usage:
+  nice -n 10 python experiments/label_efficiency.py               # everything, resumable
+  python experiments/label_efficiency.py --sizes 300 --arms pretrained random
+  python experiments/label_efficiency.py --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rotten_tomatoes import fetch, finetune_and_score, split  # noqa: E402
+
+from albert_tf.io_utils import atomic_file  # noqa: E402
+
+RESULTS = ROOT / "experiments" / "results" / "label_efficiency"
+WORK = ROOT / "data" / "label_efficiency"
+MODEL = "albert_en_mini"
+SIZES = (100, 300, 1000, 0)  # 0: every training label
+LEARNING_RATES = (1e-4, 3e-4, 1e-3)
+SELECT_SEEDS = (1, 2)
+SEEDS = (1, 2, 3, 4, 5)
+ARMS = {"pretrained": MODEL, "random": "random"}
+MIN_STEPS = 200
+
+
+def batch_size_for(n: int) -> int:
+    return 16 if 0 < n < 1000 else 32
+
+
+def epochs_for(n: int, train_rows: int) -> int:
+    """Epochs that give at least MIN_STEPS updates (3 at least)."""
+    rows = n or train_rows
+    return max(3, math.ceil(MIN_STEPS * batch_size_for(n) / rows))
+
+
+def subset(train: Path, n: int, seed: int, out: Path) -> Path:
+    """A seeded sample of `n` rows of the training TSV (the whole file for n = 0)."""
+    if n == 0:
+        return train
+    header, *rows = train.read_text(encoding="utf-8").splitlines(keepends=True)
+    target = out / f"train-n{n}-seed{seed}.tsv"
+    if not target.is_file():
+        picked = random.Random(f"labels/{n}/{seed}").sample(rows, n)
+        out.mkdir(parents=True, exist_ok=True)
+        with atomic_file(target) as tmp:
+            tmp.write_text(header + "".join(picked), encoding="utf-8")
+    return target
+
+
+def run_name(arm: str, n: int, learning_rate: float, seed: int) -> str:
+    return f"{arm}-n{n or 'all'}-lr{learning_rate:g}-seed{seed}"
+
+
+def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> dict:
+    done = RESULTS / "runs" / f"{run_name(arm, n, learning_rate, seed)}.json"
+    if done.is_file():
+        return json.loads(done.read_text())
+    from albert_tf.pretrained import model_dir
+
+    shipped = model_dir(MODEL)
+    train_rows = len(paths["train"].read_text(encoding="utf-8").splitlines()) - 1
+    task = {**paths, "train": subset(paths["train"], n, seed, args.work / "subsets")}
+    result = finetune_and_score(
+        task,
+        args.work / "runs" / run_name(arm, n, learning_rate, seed),
+        init=ARMS[arm],
+        config=shipped / "albert_config.json" if arm == "random" else None,
+        sp_model=shipped / "spm.model",
+        seed=seed,
+        epochs=epochs_for(n, train_rows),
+        learning_rate=learning_rate,
+        batch_size=batch_size_for(n),
+        max_seq_length=64,
+        max_steps=args.max_steps,
+    )
+    record = {"arm": arm, "size": n, "labels": n or train_rows, "learning_rate": learning_rate}
+    record.update(result)
+    if args.max_steps is None:  # smoke runs are not results
+        done.parent.mkdir(parents=True, exist_ok=True)
+        done.write_text(json.dumps(record) + "\n")
+    print(json.dumps(record), flush=True)
+    return record
+
+
+def picked_rate(records: list[dict]) -> float:
+    """The learning rate with the higher mean dev accuracy over SELECT_SEEDS."""
+    by_rate: dict[float, list[float]] = {}
+    for r in records:
+        if r["seed"] in SELECT_SEEDS:
+            by_rate.setdefault(r["learning_rate"], []).append(r["dev_accuracy"])
+    return max(by_rate, key=lambda lr: statistics.mean(by_rate[lr]))
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    mean = statistics.mean(values)
+    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
+    return mean, se
+
+
+def report(results: Path) -> dict:
+    """results.json, table.md and label_efficiency.png from the runs' JSON files."""
+    records = [json.loads(p.read_text()) for p in sorted((results / "runs").glob("*.json"))]
+    rows = []
+    for n in SIZES:
+        for arm in ARMS:
+            mine = [r for r in records if r["arm"] == arm and r["size"] == n]
+            if not mine:
+                continue
+            rate = picked_rate(mine)
+            final = [r for r in mine if r["learning_rate"] == rate]
+            test = mean_se([r["test_accuracy"] for r in final])
+            dev = mean_se([r["dev_accuracy"] for r in final])
+            rows.append(
+                {
+                    "labels": final[0]["labels"],
+                    "arm": arm,
+                    "learning_rate": rate,
+                    "seeds": sorted(r["seed"] for r in final),
+                    "test_mean": test[0],
+                    "test_se": test[1],
+                    "dev_mean": dev[0],
+                    "dev_se": dev[1],
+                }
+            )
+    summary = {"model": MODEL, "rows": rows}
+    (results / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
+    lines = [
+        "| labels | init | learning rate (dev pick) | seeds | dev accuracy | test accuracy |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['labels']:,} | {row['arm']} | {row['learning_rate']:g} | "
+            f"{len(row['seeds'])} | {row['dev_mean']:.3f} +- {row['dev_se']:.3f} | "
+            f"{row['test_mean']:.3f} +- {row['test_se']:.3f} |"
+        )
+    (results / "table.md").write_text("\n".join(lines) + "\n")
+    _chart(rows, results / "label_efficiency.png")
+    print("\n".join(lines))
+    return summary
+
+
+def _chart(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axis = plt.subplots(figsize=(6.5, 4.2))
+    for arm, label in (("pretrained", MODEL), ("random", "random init, same shape")):
+        mine = sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["labels"])
+        if mine:
+            axis.errorbar(
+                [r["labels"] for r in mine],
+                [r["test_mean"] for r in mine],
+                yerr=[r["test_se"] for r in mine],
+                marker="o",
+                capsize=3,
+                label=label,
+            )
+    axis.axhline(0.5, color="grey", linestyle=":", label="chance")
+    axis.set(xscale="log", xlabel="training labels", ylabel="test accuracy (mean +- SE)")
+    axis.set_title("Rotten Tomatoes: few labels, pretrained vs random init")
+    axis.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=WORK, help="runs and subsets (ignored by git)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="0: all labels")
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    parser.add_argument(
+        "--max-steps", type=int, help="smoke run: stop each run early, keep nothing"
+    )
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.report_only:
+        data = ROOT / "data" / "rotten_tomatoes"
+        paths = split(fetch(data), data / "split")
+        for n in args.sizes:
+            for arm in args.arms:
+                first = [
+                    run_one(paths, arm, n, lr, seed, args)
+                    for lr in LEARNING_RATES
+                    for seed in SELECT_SEEDS
+                ]
+                rate = picked_rate(first)
+                for seed in SEEDS:
+                    if seed not in SELECT_SEEDS:
+                        run_one(paths, arm, n, rate, seed, args)
+    if args.max_steps is None:
+        report(RESULTS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
