@@ -45,7 +45,7 @@ class _Data:
 
 def test_the_floor_is_the_majority_class_of_train_scored_on_eval():
     floor = summary.floor(_Task(), _Data(["a", "b", "b"]).examples, _Data(["b", "a", "a", "a"]))
-    assert floor == summary.Floor("majority class 'b'", 0.25)
+    assert floor == summary.Floor("majority class 'b'", 0.25, (0.25 * 0.75 / 4) ** 0.5)
     assert summary.floor(_Task(), [], None) is None
 
 
@@ -54,7 +54,7 @@ def test_a_run_that_does_not_beat_the_floor_says_so_in_one_line():
         metric="accuracy",
         best_epoch=2,
         epochs=3,
-        baseline=summary.Floor("majority class 'pos'", 0.567),
+        baseline=summary.Floor("majority class 'pos'", 0.567, 0.026),
         counts={"pos": 17, "neg": 13},
         train_path="train.tsv",
         seconds=83,
@@ -62,12 +62,15 @@ def test_a_run_that_does_not_beat_the_floor_says_so_in_one_line():
         learning_rate=2e-5,
     )
     lines = summary.summary_lines(best=0.3833, **common)
-    assert lines[0] == "best epoch: 2 of 3, accuracy 0.3833; majority class 'pos' 0.5670"
+    assert lines[0] == "best epoch: 2 of 3, accuracy 0.3833; majority class 'pos' 0.5670 (± 0.0260)"
     assert lines[1] == "labels in train.tsv: pos 17, neg 13"
     assert lines[2] == "time: 1 min 23 s; TensorBoard logs: runs/sst/logs"
     assert lines[3].startswith("warning: the best epoch (accuracy 0.3833) does not beat")
     assert "--learning-rate (now 2e-05" in lines[3] and len(lines) == 4
     assert len(summary.summary_lines(best=0.95, **common)) == 3
+    # One example above the majority of 361 is not learning: within the floor's standard error.
+    assert summary.summary_lines(best=0.5789, **common)[3].startswith("warning: ")
+    assert not summary.beats(0.5789, summary.Floor("majority class 'pos'", 0.5762, 0.026))
 
 
 def test_labels_seen_once_or_twice_are_named():

@@ -2,12 +2,15 @@
 
 The floor is scikit-learn's DummyClassifier idea: for `classify` the majority class of --train
 predicted for every --eval example, scored by the same metric; for `regress` the mean of the
---train labels, whose correlation with anything is 0. A best epoch that does not beat it has
-learned nothing the label counts did not already say, and `summary_lines` says so in one line.
+--train labels, whose correlation with anything is 0. A best epoch that does not beat it by
+more than the floor's standard error on --eval has learned nothing the label counts did not
+already say (on 361 examples, one example more than the majority is 0.003 above it, the standard
+error 0.026), and `summary_lines` says so in one line.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -21,6 +24,7 @@ class Floor:
 
     what: str  # "majority class 'pos'" or "the mean 2.5"
     value: float
+    margin: float  # the value's standard error on --eval: a run must beat value + margin
 
 
 def label_counts(labels: list) -> dict[str, int]:
@@ -47,20 +51,22 @@ def floor(task, train_examples: list, eval_data) -> Floor | None:
     """The floor on `eval_data` (None for tasks without one or runs without --eval)."""
     if eval_data is None or task.name not in FLOORED_TASKS:
         return None
-    labels = [e.label for e in train_examples]
+    labels, n = [e.label for e in train_examples], len(eval_data.examples)
     if task.name == "regress":
         mean = sum(labels) / len(labels)
-        return Floor(f"the mean {mean:.4g}", 0.0)
+        # A correlation measured on n pairs of unrelated values has a standard error of about
+        # 1/sqrt(n - 3) (Fisher's z).
+        return Floor(f"the mean {mean:.4g}", 0.0, 1 / math.sqrt(max(n - 3, 1)))
     majority = next(iter(label_counts(labels)))
     records = [{"label": majority} for _ in eval_data.examples]
-    return Floor(
-        f"majority class {majority!r}", task.evaluate(records, eval_data)[task.best_metric]
-    )
+    value = task.evaluate(records, eval_data)[task.best_metric]
+    return Floor(f"majority class {majority!r}", value, math.sqrt(value * (1 - value) / n))
 
 
 def beats(value: float | None, baseline: Floor | None) -> bool:
-    """Whether the best epoch's `value` is above the floor (True when there is no floor)."""
-    return baseline is None or (value is not None and value > baseline.value)
+    """Whether the best epoch's `value` is above the floor by more than its standard error
+    (True when there is no floor)."""
+    return baseline is None or (value is not None and value > baseline.value + baseline.margin)
 
 
 def _duration(seconds: float) -> str:
@@ -88,7 +94,7 @@ def summary_lines(
     else:
         line = f"best epoch: {best_epoch} of {epochs}, {metric} {best:.4f}"
         if baseline is not None:
-            line += f"; {baseline.what} {baseline.value:.4f}"
+            line += f"; {baseline.what} {baseline.value:.4f} (± {baseline.margin:.4f})"
         lines = [line]
     if counts:
         shown = ", ".join(f"{label} {n}" for label, n in counts.items())
@@ -97,7 +103,8 @@ def summary_lines(
     if metric is not None and not beats(best, baseline):
         lines.append(
             f"warning: the best epoch ({metric} {best:.4f}) does not beat {baseline.what} "
-            f"({baseline.value:.4f}): nothing was learned; try a larger --learning-rate (now "
-            f"{learning_rate:g}; 1e-3 suits the tiny preset), more --epochs or more data"
+            f"({baseline.value:.4f}) by more than its standard error ({baseline.margin:.4f}): "
+            f"nothing was learned; try a larger --learning-rate (now {learning_rate:g}; 1e-3 "
+            "suits the tiny preset), more --epochs or more data"
         )
     return lines
