@@ -16,6 +16,7 @@ from tests.helpers import write_config, write_pairs
 
 def test_defaults_follow_the_hidden_size_and_flags_win():
     assert size_defaults(128).learning_rate == 1e-3  # the tiny preset, the quickstart's
+    assert size_defaults(256).learning_rate == 3e-4  # albert_en_mini
     assert size_defaults(768).learning_rate == 2e-5  # base
     assert size_defaults(None) == SIZE_DEFAULTS[-1]
     settings = FinetuneSettings(task="classify", train_path="t", init="random", output_dir="o")
