@@ -31,9 +31,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from albert_tf.environment import import_beam_module
-from albert_tf.errors import DataError
-from albert_tf.io_utils import atomic_dir, check_output_path, is_remote
+from preprocess.base.environment import import_beam_module
+from preprocess.base.errors import DataError
+from preprocess.base.io_utils import atomic_dir, check_output_path, is_remote
 from preprocess.pretraining_data.documents import input_size, iter_documents, resolve_inputs
 from preprocess.pretraining_data.format import (
     FORMAT,
