@@ -60,7 +60,7 @@ def score(run_dir: Path, test: Path, train: Path) -> dict:
     import tensorflow_text  # noqa: F401
 
     from albert_tf.finetune.predict import load_finetuned, predict_file
-    from albert_tf.finetune.runtimes import runtime_encoder
+    from export.runtimes import runtime_encoder
     from export.onnx import optimize
     from export.onnx.classifier import head_graph
     from export.onnx.encoder import encoder_graph

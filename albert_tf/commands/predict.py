@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     from albert_tf.errors import ConfigError, DataError
     from albert_tf.finetune.predict import load_examples, load_finetuned, predict_examples
-    from albert_tf.finetune.runtimes import check_runtime, runtime_encoder
+    from export.runtimes import check_runtime, runtime_encoder
     from albert_tf.io_utils import atomic_file, check_output_file
 
     # Every argument is checked before the model loads (and long before anything is written).
