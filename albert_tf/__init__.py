@@ -35,7 +35,7 @@ _LAZY, __getattr__, __dir__ = lazy_exports(
         ".pretraining.trainer": "pretrain",
         ".finetune.settings": "FinetuneSettings",
         ".finetune.predict": "FinetunedModel load_finetuned",
-        ".convert.tf1": "convert_tf1_checkpoint",
+        ".tf1": "convert_tf1_checkpoint",
         ".convert.hf": "convert_hf_checkpoint",
         "export.bundle": "export_bundle",
         ".quickstart": "run_quickstart",

@@ -146,7 +146,7 @@ def hf_name(name: str) -> str:
 
 def hf_tensors(variables: dict[str, Any]) -> dict[str, np.ndarray]:
     """HF tensors (float32, HF layout and names, `albert.` before the encoder's) of our
-    variables by name (`albert_tf.convert.common.variables_by_name`: the MLM head's table is
+    variables by name (`albert_tf.weights.variables_by_name`: the MLM head's table is
     the word embeddings, which transformers ties its decoder to)."""
     tensors = {}
     for name, variable in variables.items():
@@ -201,7 +201,7 @@ def export_checkpoint_hf(
     """Writes `checkpoint` (an `albert_tf.checkpoint.CheckpointDir`) into the empty directory
     `target`, with the tokenizer of `sp_model` (a path or the loaded tokenizer) if given;
     returns the transformers class it is (`architectures`). Call `check_hf_exportable` first."""
-    from albert_tf.convert.common import variables_by_name
+    from albert_tf.weights import variables_by_name
 
     if checkpoint.mlm_head is not None and checkpoint.sop_head is not None:
         architecture = "AlbertForPreTraining"

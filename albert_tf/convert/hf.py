@@ -20,8 +20,8 @@ import numpy as np
 
 from albert_tf.checkpoint import CheckpointDir
 from albert_tf.config import AlbertConfig
-from albert_tf.convert.common import assign_checked, build_model, variables_by_name
 from albert_tf.errors import CheckpointError, ConfigError
+from albert_tf.weights import assign_checked, build_model, variables_by_name
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"

@@ -353,7 +353,7 @@ def convert_keras_hub_preset(
     SentencePiece model is `sp_model`, else the one our export stored, else the preset's
     `vocabulary.spm`.
     """
-    from albert_tf.convert.common import assign_checked, build_model, variables_by_name
+    from albert_tf.weights import assign_checked, build_model, variables_by_name
 
     preset = read_keras_hub_preset(path)
     sp_model = Path(sp_model) if sp_model is not None else preset.sp_model

@@ -1,4 +1,5 @@
-"""What both converters share: target variables by name, checked assignment, writing the dir."""
+"""What every converter shares: a fresh model whose variables carry the original scopes, its
+variables by name, and checked assignment from named arrays."""
 
 from __future__ import annotations
 
