@@ -246,8 +246,8 @@ def export_finetuned_keras_hub(finetuned_dir: str | os.PathLike) -> dict[str, An
     Raises ExportError (one line, nothing written) for other tasks, for models fine-tuned from
     a TF-Hub encoder (no config to rebuild), and for what `check_travels` refuses.
     """
+    from albert_tf.finetune.features import INPUT_NAMES
     from albert_tf.finetune.predict import load_finetuned
-    from albert_tf.finetune.tasks.base import INPUT_NAMES
     from export.tflite import probe_inputs
 
     finetuned_dir = Path(finetuned_dir)

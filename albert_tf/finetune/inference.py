@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.models import TaskModel
-from albert_tf.finetune.tasks.base import INPUT_NAMES
 from albert_tf.layers.fused import fused_cpu_inference
 
 

@@ -15,11 +15,11 @@ from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, AlbertConfig
 from albert_tf.dtypes import keras_policy
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
+from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.tasks import Task, TaskData, get_task
-from albert_tf.finetune.tasks.base import INPUT_NAMES
 from preprocess.tokenizer import AlbertTokenizer
 
 METADATA_FILE = "finetune.json"
