@@ -33,9 +33,8 @@ import numpy as np
 from albert_tf.config import AlbertConfig
 from albert_tf.convert.hf import CONFIG_FILE, WEIGHTS_FILE, source_of
 from albert_tf.errors import ExportError
+from export.writers import ExportSource
 from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
-
-HF_DIR = "hf"
 
 # Our `hidden_act` -> the transformers name of the same function: our (and the original's)
 # "gelu" is the tanh form, transformers' "gelu_new"; transformers' "gelu" is the erf form.
@@ -216,6 +215,25 @@ def export_checkpoint_hf(
     return architecture
 
 
+def check_hf(source: ExportSource) -> None:
+    """The `hf` writer's check (`export.writers`): `check_hf_exportable`, and the `tokenizers`
+    package when there is a tokenizer to write."""
+    check_hf_exportable(source.config)
+    if source.tokenizer is not None:
+        from export.hf_tokenizer import require_tokenizers
+
+        require_tokenizers()
+
+
+def write_hf(source: ExportSource, target: Path) -> dict[str, Any]:
+    """The `hf` writer (`export.writers`): `export_checkpoint_hf` into `target`; returns
+    {"architecture": the transformers class}."""
+    architecture = export_checkpoint_hf(
+        source.checkpoint, target, source.tokenizer, source.do_lower_case
+    )
+    return {"architecture": architecture}
+
+
 def _task_fields(settings: Any) -> dict[str, Any]:
     """The `config.json` keys of a fine-tuned task: its labels and `problem_type`."""
     if settings.task == "regress":
@@ -279,6 +297,11 @@ def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
     check_hf_exportable(AlbertConfig.from_json_file(finetuned_dir / OUR_CONFIG_FILE))
 
 
+def check_hf_finetuned(source: ExportSource) -> None:
+    """The fine-tuned `hf` writer's check (`export.writers`): `check_finetuned_hf`."""
+    check_finetuned_hf(source.finetuned_dir)
+
+
 def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, str | None]:
     """Writes `finetuned_dir/hf/` (replaced atomically) with the transformers class of the
     task (`TASK_CLASSES`) and the model's tokenizer. Returns (the folder, the class, one line
@@ -288,11 +311,20 @@ def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, st
     `check_finetuned_hf`) before anything is written.
     """
     from albert_tf.finetune.predict import load_finetuned
-    from albert_tf.io_utils import atomic_dir
+    from export.writers import FINETUNED_WRITERS, write_one, writers_named
 
     check_finetuned_hf(finetuned_dir)
     finetuned_dir = Path(finetuned_dir)
-    finetuned = load_finetuned(finetuned_dir)
+    source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
+    (writer,) = writers_named(FINETUNED_WRITERS, ["hf"])
+    written = write_one(writer, source, finetuned_dir / writer.directory)
+    return finetuned_dir / writer.directory, written["architecture"], written["note"]
+
+
+def write_hf_finetuned(source: ExportSource, target: Path) -> dict[str, Any]:
+    """The fine-tuned `hf` writer (`export.writers`): the folder of `export_finetuned_hf` into
+    `target`; returns {"architecture": the transformers class, "note": `_not_in_hf`'s line}."""
+    finetuned = source.finetuned
     encoder = finetuned.model.encoder
     settings = finetuned.task.settings
     architecture, head_name = TASK_CLASSES[settings.task]
@@ -308,7 +340,6 @@ def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, st
     values = hf_config(
         encoder.config, architecture, special_token_ids(tokenizer), **_task_fields(settings)
     )
-    with atomic_dir(finetuned_dir / HF_DIR, overwrite=True) as tmp:
-        write_hf_dir(tmp, values, tensors, tokenizer, finetuned.metadata["do_lower_case"])
+    write_hf_dir(target, values, tensors, tokenizer, finetuned.metadata["do_lower_case"])
     note = _not_in_hf(settings, finetuned.metadata.get("dtype", "float32"))
-    return finetuned_dir / HF_DIR, architecture, note
+    return {"architecture": architecture, "note": note}

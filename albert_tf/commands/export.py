@@ -91,28 +91,22 @@ def run(args: argparse.Namespace) -> int:
                 "--finetuned DIR takes --onnx, --hf and/or --keras-hub and writes DIR/onnx/, "
                 "DIR/hf/, DIR/keras_hub/: no --output, --checkpoint, --from-hub or --tflite"
             )
-        # Every check before any folder is written.
-        if args.hf:
-            from export.hf import check_finetuned_hf, export_finetuned_hf
+        from export.bundle import export_finetuned
 
-            check_finetuned_hf(args.finetuned)
-        if args.keras_hub:
-            from albert_tf.convert.keras_hub import import_keras_hub
+        reports = export_finetuned(
+            args.finetuned, onnx=args.onnx, hf=args.hf, keras_hub=args.keras_hub
+        )
+        if "onnx" in reports:
+            _print_finetuned_onnx_report(args.finetuned, reports["onnx"])
+        if "hf" in reports:
+            from pathlib import Path
 
-            import_keras_hub()  # a missing extra is one line before any work
-        if args.onnx:
-            _export_finetuned_onnx(args.finetuned)
-        if args.hf:
-            path, architecture, note = export_finetuned_hf(args.finetuned)
-            print(f"wrote {path}: {architecture}")
-            if note:
-                print(f"  {note}")
-        if args.keras_hub:
-            from export.keras_hub import export_finetuned_keras_hub
-
-            report = export_finetuned_keras_hub(args.finetuned)
+            print(f"wrote {Path(args.finetuned) / 'hf'}: {reports['hf']['architecture']}")
+            if reports["hf"]["note"]:
+                print(f"  {reports['hf']['note']}")
+        if "keras_hub" in reports:
             print(f"wrote {args.finetuned}/keras_hub")
-            _print_keras_hub_report(report)
+            _print_keras_hub_report(reports["keras_hub"])
         return 0
     if not args.output:
         raise ExportError("--output is required")
@@ -180,10 +174,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export_finetuned_onnx(finetuned: str) -> None:
-    from export.onnx import export_classifier_onnx
-
-    report = export_classifier_onnx(finetuned)
+def _print_finetuned_onnx_report(finetuned: str, report: dict) -> None:
     print(f"wrote {finetuned}/onnx: fused {report['fused_ops']}")
     if report["serving_dtype"] != "float32":
         print(
