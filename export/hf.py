@@ -24,123 +24,24 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert.hf import CONFIG_FILE, WEIGHTS_FILE, source_of
+from albert_tf.convert.hf import (
+    CONFIG_FILE,
+    TASK_CLASSES,
+    WEIGHTS_FILE,
+    check_hf_exportable,
+    hf_config,
+    hf_name,
+    source_of,
+)
 from albert_tf.errors import ExportError
 from export.writers import ExportSource
 from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
-
-# Our `hidden_act` -> the transformers name of the same function: our (and the original's)
-# "gelu" is the tanh form, transformers' "gelu_new"; transformers' "gelu" is the erf form.
-HF_ACTIVATION_NAMES = {
-    "gelu": "gelu_new",
-    "gelu_new": "gelu_new",
-    "gelu_exact": "gelu",
-    "gelu_python": "gelu",
-    "relu": "relu",
-    "swish": "silu",
-}
-
-# Fine-tuning task -> (transformers class, HF name of the head's dense layer).
-TASK_CLASSES = {
-    "classify": ("AlbertForSequenceClassification", "classifier"),
-    "regress": ("AlbertForSequenceClassification", "classifier"),
-    "tag": ("AlbertForTokenClassification", "classifier"),
-    "squad": ("AlbertForQuestionAnswering", "qa_outputs"),
-    "multiple-choice": ("AlbertForMultipleChoice", "classifier"),
-}
-
-# transformers' defaults for the pretraining special tokens when there is no SentencePiece
-# model to read them from (ALBERT's: <pad> 0, [CLS] 2, [SEP] 3).
-_DEFAULT_TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3}
-_NONE_SHARING_BLOCK = re.compile(r"encoder/transformer/group_\d+/layer_(\d+)/")
-
-
-def hf_groups(config: AlbertConfig) -> int:
-    """`num_hidden_groups` of the HF model: ours, or one group per layer when nothing is
-    shared."""
-    return config.num_hidden_layers if config.shared_params == "none" else config.num_hidden_groups
-
-
-def check_hf_exportable(config: AlbertConfig) -> None:
-    """ExportError (one line) unless transformers' ALBERT computes what `config` describes."""
-    if config.shared_params in ("attention", "ffn"):
-        raise ExportError(
-            f"shared_params={config.shared_params!r} cannot travel to Hugging Face: transformers' "
-            "ALBERT shares whole blocks or nothing"
-        )
-    if config.hidden_act not in HF_ACTIVATION_NAMES:
-        raise ExportError(f"hidden_act {config.hidden_act!r} has no Hugging Face equivalent")
-    layers, groups = config.num_hidden_layers, hf_groups(config)
-    ours = [config.group_of_layer(i) if config.shared_params == "all" else i for i in range(layers)]
-    theirs = [int(i / (layers / groups)) for i in range(layers)]
-    if ours != theirs:
-        layer = next(i for i in range(layers) if ours[i] != theirs[i])
-        raise ExportError(
-            f"{layers} layers in {groups} groups cannot travel to Hugging Face: layer {layer} "
-            f"uses group {ours[layer]} here and would use group {theirs[layer]} in transformers"
-        )
-
-
-def hf_config(
-    config: AlbertConfig,
-    architecture: str,
-    special_ids: dict[str, int] | None = None,
-    **task: Any,
-) -> dict[str, Any]:
-    """The `config.json` of an HF ALBERT: every `AlbertConfig` key, `architectures`,
-    `model_type`; `special_ids` (`pad_token_id`, `bos_token_id`, `eos_token_id`) default to
-    ALBERT's; `task` adds or replaces keys (`id2label`, `label2id`, `problem_type`)."""
-    values: dict[str, Any] = {
-        "architectures": [architecture],
-        "model_type": "albert",
-        **{
-            field: getattr(config, field)
-            for field in (
-                "vocab_size",
-                "embedding_size",
-                "hidden_size",
-                "num_hidden_layers",
-                "num_attention_heads",
-                "intermediate_size",
-                "inner_group_num",
-                "hidden_dropout_prob",
-                "attention_probs_dropout_prob",
-                "max_position_embeddings",
-                "type_vocab_size",
-                "initializer_range",
-            )
-        },
-        "num_hidden_groups": hf_groups(config),
-        "hidden_act": HF_ACTIVATION_NAMES[config.hidden_act],
-        "layer_norm_eps": 1e-12,
-        "classifier_dropout_prob": 0.1,
-        "position_embedding_type": "absolute",  # transformers 4.x reads it
-        **(special_ids or _DEFAULT_TOKEN_IDS),
-        "tie_word_embeddings": True,
-        "id2label": {"0": "LABEL_0", "1": "LABEL_1"},
-        "label2id": {"LABEL_0": 0, "LABEL_1": 1},
-        "problem_type": None,
-        "dtype": "float32",
-        "chunk_size_feed_forward": 0,
-        "is_encoder_decoder": False,
-        "output_attentions": False,
-        "output_hidden_states": False,
-        "return_dict": True,
-    }
-    return values | task
-
-
-def hf_name(name: str) -> str:
-    """Our variable name as the `shared_params="all"` layout names it: with sharing "none",
-    layer L's block (`group_G/layer_L/inner_group_I`) is HF's group L."""
-    return _NONE_SHARING_BLOCK.sub(r"encoder/transformer/group_\1/", name)
 
 
 def hf_tensors(variables: dict[str, Any]) -> dict[str, np.ndarray]:
