@@ -4,6 +4,7 @@ files, keras-hub presets."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 HELP = (
     "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite, "
@@ -131,18 +132,22 @@ def run(args: argparse.Namespace) -> int:
 
     from export.bundle import export_bundle
 
+    formats = {name: getattr(args, name) for name in ("tflite", "onnx", "keras_hub", "hf")}
     bundle = export_bundle(
         args.checkpoint,
         args.output,
         sp_model=args.sp_model,
         seq_length=args.seq_length,
-        tflite=args.tflite,
         overwrite=args.overwrite,
         do_lower_case=args.do_lower_case,
-        onnx=args.onnx,
-        keras_hub=args.keras_hub,
-        hf=args.hf,
+        **formats,
     )
+    _print_bundle(bundle)
+    return 0
+
+
+def _print_bundle(bundle: Any) -> None:
+    """What `export_bundle` wrote, a line per part, and the reports' figures."""
     if bundle.encoder:
         mlm = "with .mlm" if bundle.has_mlm else "without .mlm (no MLM head in the checkpoint)"
         print(f"wrote {bundle.encoder} ({mlm})")
@@ -171,7 +176,6 @@ def run(args: argparse.Namespace) -> int:
     if bundle.keras_hub_report:
         print(f"wrote {bundle.keras_hub}")
         _print_keras_hub_report(bundle.keras_hub_report)
-    return 0
 
 
 def _print_finetuned_onnx_report(finetuned: str, report: dict) -> None:
