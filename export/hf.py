@@ -181,7 +181,7 @@ def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
     Reads only `finetune.json` and the config; CheckpointError if the directory is not one."""
     from albert_tf.config import CONFIG_FILE as OUR_CONFIG_FILE
     from albert_tf.errors import CheckpointError
-    from albert_tf.finetune.predict import METADATA_FILE
+    from albert_tf.finetune.directory import METADATA_FILE
 
     finetuned_dir = Path(finetuned_dir)
     try:

@@ -393,8 +393,8 @@ def _write_classifier(
 
     from albert_tf.checkpoint import write_checkpoint
     from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
+    from albert_tf.finetune.directory import write_metadata
     from albert_tf.finetune.models import TaskHead
-    from albert_tf.finetune.predict import METADATA_FILE
     from albert_tf.finetune.settings import FinetuneSettings
     from albert_tf.io_utils import atomic_dir
 
@@ -434,5 +434,5 @@ def _write_classifier(
         preset.config.to_json_file(tmp / CONFIG_FILE)
         write_checkpoint(tmp, encoder=encoder, task_head=head)
         shutil.copyfile(sp_model, tmp / SP_MODEL_FILE)
-        (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+        write_metadata(tmp, metadata)
     return output_dir

@@ -27,6 +27,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from albert_tf.errors import ExportError
+from albert_tf.finetune.directory import SERVING_DIR
 from export.onnx import optimize
 from export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
 from export.onnx.text import TEXT_INPUTS, guard_empty_batch, preprocess_graph, with_preprocess
@@ -186,7 +187,7 @@ def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
     files = {CLASSIFIER_FILES[kind]: graph for kind, graph in graphs.items()}
 
     inputs = probe_texts(num_segments)
-    serving_dir = source.finetuned_dir / "serving"
+    serving_dir = source.finetuned_dir / SERVING_DIR
     serving = tf.saved_model.load(str(serving_dir)).signatures["serving_default"]
     expected = serving(**{k: tf.constant(v.astype(str)) for k, v in inputs.items()})
     agreement = {}
