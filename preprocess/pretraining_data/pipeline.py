@@ -291,7 +291,14 @@ def create_pretraining_data(
             patterns, settings, output_dir, overwrite, num_workers, list(pipeline_args or [])
         )
     return _run_local(
-        patterns, settings, output_dir, overwrite, num_workers, shuffle_buffer, progress
+        patterns,
+        sp_model_path,
+        settings,
+        output_dir,
+        overwrite,
+        num_workers,
+        shuffle_buffer,
+        progress,
     )
 
 
