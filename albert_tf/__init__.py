@@ -20,29 +20,29 @@ from albert_tf.errors import (
 )
 from albert_tf.lazy import lazy_exports
 
-_LAZY = {
-    "AlbertEncoder": "albert_tf.encoder",
-    "AlbertPretrainingModel": "albert_tf.models",
-    "MaskedLMHead": "albert_tf.heads",
-    "SentenceOrderHead": "albert_tf.heads",
-    "CheckpointDir": "albert_tf.checkpoint",
-    "load_checkpoint_dir": "albert_tf.checkpoint",
-    "load_pretrained": "albert_tf.pretrained",
-    "save_checkpoint_dir": "albert_tf.checkpoint",
-    "parameter_breakdown": "albert_tf.params",
-    "AlbertTokenizer": "preprocess.tokenizer",
-    "train_sentencepiece": "preprocess.spm_train",
-    "create_pretraining_data": "preprocess.pretraining_data",
-    "PretrainSettings": "albert_tf.pretraining.settings",
-    "pretrain": "albert_tf.pretraining.trainer",
-    "FinetuneSettings": "albert_tf.finetune.settings",
-    "FinetunedModel": "albert_tf.finetune.predict",
-    "load_finetuned": "albert_tf.finetune.predict",
-    "convert_tf1_checkpoint": "albert_tf.convert.tf1",
-    "convert_hf_checkpoint": "albert_tf.convert.hf",
-    "export_bundle": "export.bundle",
-    "run_quickstart": "albert_tf.quickstart",
-}
+_LAZY, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".encoder": "AlbertEncoder",
+        ".models": "AlbertPretrainingModel",
+        ".heads": "MaskedLMHead SentenceOrderHead",
+        ".checkpoint": "CheckpointDir load_checkpoint_dir save_checkpoint_dir",
+        ".pretrained": "load_pretrained",
+        ".params": "parameter_breakdown",
+        "preprocess.tokenizer": "AlbertTokenizer",
+        "preprocess.spm_train": "train_sentencepiece",
+        "preprocess.pretraining_data": "create_pretraining_data",
+        ".pretraining.settings": "PretrainSettings",
+        ".pretraining.trainer": "pretrain",
+        ".finetune.settings": "FinetuneSettings",
+        ".finetune.predict": "FinetunedModel load_finetuned",
+        ".tf1": "convert_tf1_checkpoint",
+        ".convert.hf": "convert_hf_checkpoint",
+        "export.bundle": "export_bundle",
+        ".quickstart": "run_quickstart",
+    },
+    globals(),
+)
 
 __all__ = [
     "PRESETS",
@@ -59,4 +59,3 @@ __all__ = [
     *_LAZY,
 ]
 __version__ = "0.1.0"
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -16,9 +16,10 @@ import tf_keras as keras
 
 from albert_tf.errors import ConfigError
 
-# The tanh approximation: GELU(x) ~ x/2 (1 + tanh(_TANH_COEFF (x + _TANH_CUBIC x^3))).
-_TANH_COEFF = math.sqrt(2.0 / math.pi)
-_TANH_CUBIC = 0.044715
+# The tanh approximation: GELU(x) ~ x/2 (1 + tanh(GELU_TANH_COEFF (x + GELU_TANH_CUBIC x^3))),
+# here and in every other form of it (the compiled training kernels, the ONNX graph).
+GELU_TANH_COEFF = math.sqrt(2.0 / math.pi)
+GELU_TANH_CUBIC = 0.044715
 
 _AS_ONE_OP: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "albert_tf_gelu_as_one_op", default=False
@@ -49,8 +50,19 @@ def gelu_tanh(x: tf.Tensor) -> tf.Tensor:
         return tf.nn.gelu(x, approximate=True)
     with tf.name_scope("gelu"):  # names the ops in profiles
         x = tf.convert_to_tensor(x)
-        coeff = tf.cast(_TANH_COEFF, x.dtype)
-        return 0.5 * x * (1.0 + tf.tanh(coeff * (x + tf.cast(_TANH_CUBIC, x.dtype) * x * x * x)))
+        coeff = tf.cast(GELU_TANH_COEFF, x.dtype)
+        return (
+            0.5 * x * (1.0 + tf.tanh(coeff * (x + tf.cast(GELU_TANH_CUBIC, x.dtype) * x * x * x)))
+        )
+
+
+def gelu_tanh_derivative(x: tf.Tensor, x_squared: tf.Tensor, t: tf.Tensor) -> tf.Tensor:
+    """d/dx `gelu_tanh` at `x`, from the forward pass's `x_squared` and its tanh
+    `t = tanh(c (x + a x^3))`: (1 + t)/2 + x/2 (1 - t^2) c (1 + 3 a x^2), in x's dtype."""
+    coeff = tf.cast(GELU_TANH_COEFF, x.dtype)
+    cubic = tf.cast(GELU_TANH_CUBIC, x.dtype)
+    slope = coeff * (1.0 + (3.0 * cubic) * x_squared)
+    return 0.5 * (1.0 + t) + (0.5 * x) * (1.0 - t * t) * slope
 
 
 @tf.custom_gradient
@@ -64,19 +76,16 @@ def gelu_tanh_for_training(x: tf.Tensor) -> tuple[tf.Tensor, Callable[[tf.Tensor
     """
     with tf.name_scope("gelu"):  # names the ops in profiles
         x = tf.convert_to_tensor(x)
-        coeff = tf.cast(_TANH_COEFF, x.dtype)
-        cubic = tf.cast(_TANH_CUBIC, x.dtype)
+        coeff = tf.cast(GELU_TANH_COEFF, x.dtype)
+        cubic = tf.cast(GELU_TANH_CUBIC, x.dtype)
         x_squared = x * x
         t = tf.tanh(coeff * (x + cubic * x_squared * x))
-        half_x = 0.5 * x
 
     def grad(upstream: tf.Tensor) -> tf.Tensor:
-        # d/dx [x/2 (1 + t)] = (1 + t)/2 + x/2 (1 - t^2) c (1 + 3 a x^2)
         with tf.name_scope("gelu_grad"):
-            slope = coeff * (1.0 + (3.0 * cubic) * x_squared)
-            return upstream * (0.5 * (1.0 + t) + half_x * (1.0 - t * t) * slope)
+            return upstream * gelu_tanh_derivative(x, x_squared, t)
 
-    return half_x * (1.0 + t), grad
+    return (0.5 * x) * (1.0 + t), grad
 
 
 @keras.utils.register_keras_serializable(package="albert_tf")

@@ -153,31 +153,25 @@ class AlbertConfig:
 
 _V2 = dict(vocab_size=30000, embedding_size=128, max_position_embeddings=512, hidden_act="gelu")
 
+# The v2 releases by (hidden_size, num_hidden_layers, num_attention_heads, intermediate_size).
+_V2_SIZES = {
+    "base": (768, 12, 12, 3072),
+    "large": (1024, 24, 16, 4096),
+    "xlarge": (2048, 24, 32, 8192),
+    "xxlarge": (4096, 12, 64, 16384),
+}
+
 PRESETS: dict[str, AlbertConfig] = {
-    "base": AlbertConfig(
-        **_V2, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072
-    ),
-    "large": AlbertConfig(
-        **_V2,
-        hidden_size=1024,
-        num_hidden_layers=24,
-        num_attention_heads=16,
-        intermediate_size=4096,
-    ),
-    "xlarge": AlbertConfig(
-        **_V2,
-        hidden_size=2048,
-        num_hidden_layers=24,
-        num_attention_heads=32,
-        intermediate_size=8192,
-    ),
-    "xxlarge": AlbertConfig(
-        **_V2,
-        hidden_size=4096,
-        num_hidden_layers=12,
-        num_attention_heads=64,
-        intermediate_size=16384,
-    ),
+    **{
+        name: AlbertConfig(
+            **_V2,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            intermediate_size=ffn,
+        )
+        for name, (hidden, layers, heads, ffn) in _V2_SIZES.items()
+    },
     # Small enough to pretrain in minutes on a laptop CPU; used by the quickstart and demos.
     "tiny": AlbertConfig(
         vocab_size=8000,

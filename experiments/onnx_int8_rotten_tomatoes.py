@@ -60,11 +60,11 @@ def score(run_dir: Path, test: Path, train: Path) -> dict:
     import tensorflow_text  # noqa: F401
 
     from albert_tf.finetune.predict import load_finetuned, predict_file
-    from albert_tf.finetune.runtimes import runtime_encoder
     from export.onnx import optimize
     from export.onnx.classifier import head_graph
     from export.onnx.encoder import encoder_graph
     from export.onnx.writer import run, session
+    from export.runtimes import runtime_encoder
 
     texts, labels = read_split(test)
     serving = tf.saved_model.load(str(run_dir / "serving")).signatures["serving_default"]

@@ -1,4 +1,5 @@
-"""`albert-tf export`: a checkpoint directory -> `encoder/` (+ `preprocess/`, + `tflite/`).
+"""`albert-tf export`: a checkpoint directory -> `encoder/`, `preprocess/` and the formats asked
+for; a fine-tuned model directory -> its formats beside it.
 
 The whole output directory is written under a temporary name beside it and renamed into place
 only when every part is complete, so a failure leaves nothing behind.
@@ -7,7 +8,6 @@ only when every part is complete, so a failure leaves nothing behind.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -17,18 +17,19 @@ from tqdm.auto import tqdm
 from albert_tf.config import SP_MODEL_FILE
 from albert_tf.errors import ExportError
 from albert_tf.io_utils import atomic_dir, check_output_path
-from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
-
-ENCODER_DIR = "encoder"
-PREPROCESS_DIR = "preprocess"
-TFLITE_DIR = "tflite"
-TFLITE_REPORT = "report.json"
-KERAS_HUB_DIR = "keras_hub"
+from export.writers import (
+    CHECKPOINT_WRITERS,
+    FINETUNED_WRITERS,
+    ExportSource,
+    Writer,
+    write_each,
+)
+from preprocess.tokenizer import as_tokenizer
 
 
 @dataclasses.dataclass
 class ExportedBundle:
-    """Paths written by `export_bundle` (None for parts not exported) and the TFLite report."""
+    """Paths written by `export_bundle` (None for parts not exported) and the writers' reports."""
 
     output_dir: Path
     encoder: Path | None = None
@@ -48,14 +49,11 @@ def _check_arguments(
     checkpoint_dir: str | os.PathLike | None,
     sp_model: str | os.PathLike | None,
     seq_length: int,
-    tflite: bool,
-    onnx: bool = False,
-    keras_hub: bool = False,
-    hf: bool = False,
+    requested: list[Writer],
     do_lower_case: bool = True,
-) -> AlbertTokenizer | None:
-    """Every check that needs no model, before any work; returns the SentencePiece model,
-    loaded once here for every part of the export.
+) -> ExportSource:
+    """Every check that needs no model, before any work; returns the source with the config and
+    the SentencePiece model, loaded once here for every writer.
 
     `seq_length` is checked only where it is used: preprocess/ needs room for three segments,
     and preprocess/ beside an encoder and the TFLite encoders must fit the encoder's
@@ -65,16 +63,9 @@ def _check_arguments(
         raise ExportError(
             "nothing to export: give a checkpoint directory and/or a SentencePiece model"
         )
-    if tflite and checkpoint_dir is None:
-        raise ExportError("TFLite export needs a checkpoint directory")
-    if onnx and checkpoint_dir is None:
-        raise ExportError("ONNX export needs a checkpoint directory")
-    if hf and checkpoint_dir is None:
-        raise ExportError("Hugging Face export needs a checkpoint directory")
-    if onnx:
-        import export.onnx  # noqa: F401  (InstallError naming the extra when it is missing)
-    if keras_hub and checkpoint_dir is None:
-        raise ExportError("keras-hub export needs a checkpoint directory")
+    for writer in requested:
+        if checkpoint_dir is None:
+            raise ExportError(f"{writer.title} export needs a checkpoint directory")
     if seq_length < 1:
         raise ExportError(f"--max-seq-length must be positive, got {seq_length}")
     if sp_model is not None and not Path(sp_model).is_file():
@@ -84,15 +75,6 @@ def _check_arguments(
         from albert_tf.checkpoint import read_checkpoint_dir_config
 
         config = read_checkpoint_dir_config(checkpoint_dir)
-        if keras_hub:
-            from albert_tf.convert.keras_hub import check_travels, import_keras_hub
-
-            check_travels(config)  # what keras-hub cannot compute is refused before any work
-            import_keras_hub()
-        if hf:
-            from export.hf import check_hf_exportable
-
-            check_hf_exportable(config)
         if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
             sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
     tokenizer = None
@@ -102,21 +84,15 @@ def _check_arguments(
         check_seq_length(seq_length)
         vocab_size = None if config is None else config.vocab_size
         tokenizer = as_tokenizer(sp_model, do_lower_case, vocab_size)
-    users = [
-        name
-        for name, used in (("preprocess/", sp_model), ("TFLite", tflite), ("ONNX", onnx))
-        if used
-    ]
-    if hf and sp_model is not None:
-        from export.hf_tokenizer import require_tokenizers
-
-        require_tokenizers()
+    users = [w.title for w in requested if w.name in ("tflite", "onnx")]
+    if sp_model is not None:
+        users.insert(0, "preprocess/")
     if config is not None and users and seq_length > config.max_position_embeddings:
         raise ExportError(
             f"seq_length {seq_length} (of {' and '.join(users)}) exceeds the model's "
             f"max_position_embeddings {config.max_position_embeddings}; lower --max-seq-length"
         )
-    return tokenizer
+    return ExportSource(config, None, tokenizer, seq_length, do_lower_case)
 
 
 def export_bundle(
@@ -131,7 +107,8 @@ def export_bundle(
     keras_hub: bool = False,
     hf: bool = False,
 ) -> ExportedBundle:
-    """Exports TF-Hub SavedModels (and TFLite files) into `output_dir`, atomically.
+    """Exports TF-Hub SavedModels (and the other formats asked for) into `output_dir`,
+    atomically: the writers of `export.writers.CHECKPOINT_WRITERS`, in order.
 
     - `encoder/` from `checkpoint_dir` (our checkpoint directory, or a shipped model's name such
       as `albert_en_mini`), see `export.encoder`.
@@ -149,90 +126,69 @@ def export_bundle(
       a SentencePiece model, the tokenizer), see `export.hf`.
 
     Raises ExportError (nothing to export, SentencePiece vocabulary size != vocab_size,
-    seq_length beyond max_position_embeddings, a model transformers or keras-hub cannot compute
-    with `hf` or `keras_hub`), CheckpointError (missing config or checkpoint), TokenizerError (unusable SentencePiece model), OutputError (exists and not `overwrite`,
-    unwritable). Nothing is left at `output_dir` on failure.
+    seq_length beyond max_position_embeddings, a model transformers or keras-hub cannot
+    compute with `hf` or `keras_hub`), CheckpointError (missing config or checkpoint),
+    TokenizerError (unusable SentencePiece model), InstallError (a writer's extra is missing),
+    OutputError (exists and not `overwrite`, unwritable). Nothing is left at `output_dir` on
+    failure.
     """
     if checkpoint_dir is not None:
         from albert_tf.pretrained import resolve
 
         checkpoint_dir = resolve(checkpoint_dir)  # a shipped model's name works as a directory
-    tokenizer = _check_arguments(
-        checkpoint_dir, sp_model, seq_length, tflite, onnx, keras_hub, hf, do_lower_case
-    )
+    asked = {"tflite": tflite, "onnx": onnx, "keras_hub": keras_hub, "hf": hf}
+    requested = [w for w in CHECKPOINT_WRITERS if asked.get(w.name)]
+    source = _check_arguments(checkpoint_dir, sp_model, seq_length, requested, do_lower_case)
+    parts = {"encoder": checkpoint_dir is not None, "preprocess": source.tokenizer is not None}
+    writers = [w for w in CHECKPOINT_WRITERS if parts.get(w.name) or w in requested]
+    for writer in writers:
+        if writer.check is not None:
+            writer.run("check", source)
     output_dir = Path(output_dir)
     check_output_path(output_dir, overwrite)
-    checkpoint = None
     if checkpoint_dir is not None:
         from albert_tf.checkpoint import load_checkpoint_dir
 
         # Before the progress bar and the output: a bad checkpoint is one line and nothing else.
-        checkpoint = load_checkpoint_dir(checkpoint_dir)
-    steps = (checkpoint is not None) + 1 + tflite + onnx + keras_hub + hf
-    result = ExportedBundle(output_dir)
+        source = dataclasses.replace(source, checkpoint=load_checkpoint_dir(checkpoint_dir))
     with (
         atomic_dir(output_dir, overwrite=overwrite) as tmp,
-        tqdm(total=steps, desc="export", unit="step") as progress,
+        tqdm(total=len(writers), desc="export", unit="step") as progress,
     ):
-        if checkpoint is not None:
-            from export.encoder import save_encoder
-
-            progress.set_postfix_str("encoder SavedModel")
-            save_encoder(tmp / ENCODER_DIR, checkpoint.encoder, checkpoint.mlm_head, tokenizer)
-            result.encoder = output_dir / ENCODER_DIR
-            result.has_mlm = checkpoint.mlm_head is not None
-            progress.update()
-        if tokenizer is not None:
-            from preprocess.preprocess_model import save_preprocess_model
-
-            progress.set_postfix_str("preprocess SavedModel")
-            save_preprocess_model(tokenizer, tmp / PREPROCESS_DIR, seq_length, do_lower_case)
-            result.preprocess = output_dir / PREPROCESS_DIR
-        progress.update()
-        if tflite:
-            from export.tflite import export_tflite
-
-            progress.set_postfix_str("TFLite")
-            (tmp / TFLITE_DIR).mkdir()
-            report = export_tflite(
-                checkpoint.encoder, tmp / TFLITE_DIR, seq_length, tmp / ENCODER_DIR
-            )
-            (tmp / TFLITE_DIR / TFLITE_REPORT).write_text(json.dumps(report, indent=2) + "\n")
-            result.tflite = output_dir / TFLITE_DIR
-            result.tflite_report = report
-            progress.update()
-        if onnx:
-            from export.onnx import export_onnx
-            from export.onnx.writer import ONNX_DIR
-
-            progress.set_postfix_str("ONNX")
-            result.onnx_report = export_onnx(
-                checkpoint_dir,
-                tmp,
-                seq_length,
-                sp_model=tokenizer,
-                do_lower_case=do_lower_case,
-                saved_model_dir=tmp / ENCODER_DIR,
-            )
-            result.onnx = output_dir / ONNX_DIR
-            progress.update()
-        if keras_hub:
-            from export.keras_hub import write_checkpoint_preset
-
-            progress.set_postfix_str("keras-hub preset")
-            result.keras_hub_report = write_checkpoint_preset(
-                checkpoint, tmp / KERAS_HUB_DIR, tokenizer, seq_length, do_lower_case
-            )
-            result.keras_hub = output_dir / KERAS_HUB_DIR
-            progress.update()
-        if hf:
-            from export.hf import HF_DIR, export_checkpoint_hf
-
-            progress.set_postfix_str("Hugging Face")
-            (tmp / HF_DIR).mkdir()
-            result.hf_architecture = export_checkpoint_hf(
-                checkpoint, tmp / HF_DIR, tokenizer, do_lower_case
-            )
-            result.hf = output_dir / HF_DIR
-            progress.update()
+        if parts["encoder"]:
+            source = dataclasses.replace(source, encoder_dir=tmp / "encoder")
+        reports = write_each(writers, source, tmp, progress)
+    result = ExportedBundle(
+        output_dir, has_mlm=parts["encoder"] and source.checkpoint.mlm_head is not None
+    )
+    for writer in writers:
+        setattr(result, writer.name, output_dir / writer.directory)
+        if writer.report:
+            setattr(result, f"{writer.name}_report", reports[writer.name])
+    if hf:
+        result.hf_architecture = reports["hf"]["architecture"]
     return result
+
+
+def export_finetuned(
+    finetuned_dir: str | os.PathLike, onnx: bool = False, hf: bool = False, keras_hub: bool = False
+) -> dict[str, dict[str, Any] | None]:
+    """`export --finetuned DIR`: the writers of `export.writers.FINETUNED_WRITERS` asked for,
+    each into its directory in `finetuned_dir` (`onnx/`, `hf/`, `keras_hub/`), replacing an
+    earlier one atomically; returns the reports by writer name.
+
+    Every writer's check runs before the model is loaded (once, for all of them) and anything
+    is written. Raises CheckpointError (not a fine-tuned model directory), ExportError (what a
+    format cannot take), InstallError (a missing extra).
+    """
+    from albert_tf.finetune.predict import load_finetuned
+
+    asked = {"onnx": onnx, "hf": hf, "keras_hub": keras_hub}
+    writers = [w for w in FINETUNED_WRITERS if asked.get(w.name)]
+    finetuned_dir = Path(finetuned_dir)
+    source = ExportSource(finetuned_dir=finetuned_dir)
+    for writer in writers:
+        if writer.check is not None:
+            writer.run("check", source)
+    source = dataclasses.replace(source, finetuned=load_finetuned(finetuned_dir))
+    return write_each(writers, source, finetuned_dir)

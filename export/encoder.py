@@ -165,3 +165,21 @@ def save_encoder(
             module.sp_model_file = tf.saved_model.Asset(str(sp_file))
         tf.saved_model.save(module, str(output_dir), signatures={"serving_default": signature})
     return module
+
+
+def write_encoder(source: Any, target: Path) -> None:
+    """The `encoder` writer (`export.writers`): the checkpoint's encoder SavedModel, with `.mlm`
+    when it has an MLM head and the SentencePiece model as an asset when there is one."""
+    checkpoint = source.checkpoint
+    save_encoder(target, checkpoint.encoder, checkpoint.mlm_head, source.tokenizer)
+
+
+def write_preprocess(source: Any, target: Path) -> None:
+    """The `preprocess` writer (`export.writers`): the preprocessing SavedModel of the
+    SentencePiece model at `source.seq_length`."""
+    from preprocess.preprocess_model import save_preprocess_model
+
+    # `target` is the writer's new, empty directory: written over in place.
+    save_preprocess_model(
+        source.tokenizer, target, source.seq_length, source.do_lower_case, overwrite=True
+    )

@@ -24,129 +24,29 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert.hf import CONFIG_FILE, WEIGHTS_FILE, source_of
+from albert_tf.convert.hf import (
+    CONFIG_FILE,
+    TASK_CLASSES,
+    WEIGHTS_FILE,
+    check_hf_exportable,
+    hf_config,
+    hf_name,
+    source_of,
+)
 from albert_tf.errors import ExportError
+from export.writers import ExportSource
 from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
-
-HF_DIR = "hf"
-
-# Our `hidden_act` -> the transformers name of the same function: our (and the original's)
-# "gelu" is the tanh form, transformers' "gelu_new"; transformers' "gelu" is the erf form.
-HF_ACTIVATION_NAMES = {
-    "gelu": "gelu_new",
-    "gelu_new": "gelu_new",
-    "gelu_exact": "gelu",
-    "gelu_python": "gelu",
-    "relu": "relu",
-    "swish": "silu",
-}
-
-# Fine-tuning task -> (transformers class, HF name of the head's dense layer).
-TASK_CLASSES = {
-    "classify": ("AlbertForSequenceClassification", "classifier"),
-    "regress": ("AlbertForSequenceClassification", "classifier"),
-    "tag": ("AlbertForTokenClassification", "classifier"),
-    "squad": ("AlbertForQuestionAnswering", "qa_outputs"),
-    "multiple-choice": ("AlbertForMultipleChoice", "classifier"),
-}
-
-# transformers' defaults for the pretraining special tokens when there is no SentencePiece
-# model to read them from (ALBERT's: <pad> 0, [CLS] 2, [SEP] 3).
-_DEFAULT_TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3}
-_NONE_SHARING_BLOCK = re.compile(r"encoder/transformer/group_\d+/layer_(\d+)/")
-
-
-def hf_groups(config: AlbertConfig) -> int:
-    """`num_hidden_groups` of the HF model: ours, or one group per layer when nothing is
-    shared."""
-    return config.num_hidden_layers if config.shared_params == "none" else config.num_hidden_groups
-
-
-def check_hf_exportable(config: AlbertConfig) -> None:
-    """ExportError (one line) unless transformers' ALBERT computes what `config` describes."""
-    if config.shared_params in ("attention", "ffn"):
-        raise ExportError(
-            f"shared_params={config.shared_params!r} cannot travel to Hugging Face: transformers' "
-            "ALBERT shares whole blocks or nothing"
-        )
-    if config.hidden_act not in HF_ACTIVATION_NAMES:
-        raise ExportError(f"hidden_act {config.hidden_act!r} has no Hugging Face equivalent")
-    layers, groups = config.num_hidden_layers, hf_groups(config)
-    ours = [config.group_of_layer(i) if config.shared_params == "all" else i for i in range(layers)]
-    theirs = [int(i / (layers / groups)) for i in range(layers)]
-    if ours != theirs:
-        layer = next(i for i in range(layers) if ours[i] != theirs[i])
-        raise ExportError(
-            f"{layers} layers in {groups} groups cannot travel to Hugging Face: layer {layer} "
-            f"uses group {ours[layer]} here and would use group {theirs[layer]} in transformers"
-        )
-
-
-def hf_config(
-    config: AlbertConfig,
-    architecture: str,
-    special_ids: dict[str, int] | None = None,
-    **task: Any,
-) -> dict[str, Any]:
-    """The `config.json` of an HF ALBERT: every `AlbertConfig` key, `architectures`,
-    `model_type`; `special_ids` (`pad_token_id`, `bos_token_id`, `eos_token_id`) default to
-    ALBERT's; `task` adds or replaces keys (`id2label`, `label2id`, `problem_type`)."""
-    values: dict[str, Any] = {
-        "architectures": [architecture],
-        "model_type": "albert",
-        **{
-            field: getattr(config, field)
-            for field in (
-                "vocab_size",
-                "embedding_size",
-                "hidden_size",
-                "num_hidden_layers",
-                "num_attention_heads",
-                "intermediate_size",
-                "inner_group_num",
-                "hidden_dropout_prob",
-                "attention_probs_dropout_prob",
-                "max_position_embeddings",
-                "type_vocab_size",
-                "initializer_range",
-            )
-        },
-        "num_hidden_groups": hf_groups(config),
-        "hidden_act": HF_ACTIVATION_NAMES[config.hidden_act],
-        "layer_norm_eps": 1e-12,
-        "classifier_dropout_prob": 0.1,
-        "position_embedding_type": "absolute",  # transformers 4.x reads it
-        **(special_ids or _DEFAULT_TOKEN_IDS),
-        "tie_word_embeddings": True,
-        "id2label": {"0": "LABEL_0", "1": "LABEL_1"},
-        "label2id": {"LABEL_0": 0, "LABEL_1": 1},
-        "problem_type": None,
-        "dtype": "float32",
-        "chunk_size_feed_forward": 0,
-        "is_encoder_decoder": False,
-        "output_attentions": False,
-        "output_hidden_states": False,
-        "return_dict": True,
-    }
-    return values | task
-
-
-def hf_name(name: str) -> str:
-    """Our variable name as the `shared_params="all"` layout names it: with sharing "none",
-    layer L's block (`group_G/layer_L/inner_group_I`) is HF's group L."""
-    return _NONE_SHARING_BLOCK.sub(r"encoder/transformer/group_\1/", name)
 
 
 def hf_tensors(variables: dict[str, Any]) -> dict[str, np.ndarray]:
     """HF tensors (float32, HF layout and names, `albert.` before the encoder's) of our
-    variables by name (`albert_tf.convert.common.variables_by_name`: the MLM head's table is
+    variables by name (`albert_tf.weights.variables_by_name`: the MLM head's table is
     the word embeddings, which transformers ties its decoder to)."""
     tensors = {}
     for name, variable in variables.items():
@@ -201,7 +101,7 @@ def export_checkpoint_hf(
     """Writes `checkpoint` (an `albert_tf.checkpoint.CheckpointDir`) into the empty directory
     `target`, with the tokenizer of `sp_model` (a path or the loaded tokenizer) if given;
     returns the transformers class it is (`architectures`). Call `check_hf_exportable` first."""
-    from albert_tf.convert.common import variables_by_name
+    from albert_tf.weights import variables_by_name
 
     if checkpoint.mlm_head is not None and checkpoint.sop_head is not None:
         architecture = "AlbertForPreTraining"
@@ -214,6 +114,25 @@ def export_checkpoint_hf(
     values = hf_config(checkpoint.config, architecture, special_token_ids(tokenizer))
     write_hf_dir(target, values, hf_tensors(variables), tokenizer, do_lower_case)
     return architecture
+
+
+def check_hf(source: ExportSource) -> None:
+    """The `hf` writer's check (`export.writers`): `check_hf_exportable`, and the `tokenizers`
+    package when there is a tokenizer to write."""
+    check_hf_exportable(source.config)
+    if source.tokenizer is not None:
+        from export.hf_tokenizer import require_tokenizers
+
+        require_tokenizers()
+
+
+def write_hf(source: ExportSource, target: Path) -> dict[str, Any]:
+    """The `hf` writer (`export.writers`): `export_checkpoint_hf` into `target`; returns
+    {"architecture": the transformers class}."""
+    architecture = export_checkpoint_hf(
+        source.checkpoint, target, source.tokenizer, source.do_lower_case
+    )
+    return {"architecture": architecture}
 
 
 def _task_fields(settings: Any) -> dict[str, Any]:
@@ -262,7 +181,7 @@ def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
     Reads only `finetune.json` and the config; CheckpointError if the directory is not one."""
     from albert_tf.config import CONFIG_FILE as OUR_CONFIG_FILE
     from albert_tf.errors import CheckpointError
-    from albert_tf.finetune.predict import METADATA_FILE
+    from albert_tf.finetune.directory import METADATA_FILE
 
     finetuned_dir = Path(finetuned_dir)
     try:
@@ -279,6 +198,11 @@ def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
     check_hf_exportable(AlbertConfig.from_json_file(finetuned_dir / OUR_CONFIG_FILE))
 
 
+def check_hf_finetuned(source: ExportSource) -> None:
+    """The fine-tuned `hf` writer's check (`export.writers`): `check_finetuned_hf`."""
+    check_finetuned_hf(source.finetuned_dir)
+
+
 def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, str | None]:
     """Writes `finetuned_dir/hf/` (replaced atomically) with the transformers class of the
     task (`TASK_CLASSES`) and the model's tokenizer. Returns (the folder, the class, one line
@@ -288,11 +212,20 @@ def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, st
     `check_finetuned_hf`) before anything is written.
     """
     from albert_tf.finetune.predict import load_finetuned
-    from albert_tf.io_utils import atomic_dir
+    from export.writers import FINETUNED_WRITERS, write_one, writers_named
 
     check_finetuned_hf(finetuned_dir)
     finetuned_dir = Path(finetuned_dir)
-    finetuned = load_finetuned(finetuned_dir)
+    source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
+    (writer,) = writers_named(FINETUNED_WRITERS, ["hf"])
+    written = write_one(writer, source, finetuned_dir / writer.directory)
+    return finetuned_dir / writer.directory, written["architecture"], written["note"]
+
+
+def write_hf_finetuned(source: ExportSource, target: Path) -> dict[str, Any]:
+    """The fine-tuned `hf` writer (`export.writers`): the folder of `export_finetuned_hf` into
+    `target`; returns {"architecture": the transformers class, "note": `_not_in_hf`'s line}."""
+    finetuned = source.finetuned
     encoder = finetuned.model.encoder
     settings = finetuned.task.settings
     architecture, head_name = TASK_CLASSES[settings.task]
@@ -308,7 +241,6 @@ def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, st
     values = hf_config(
         encoder.config, architecture, special_token_ids(tokenizer), **_task_fields(settings)
     )
-    with atomic_dir(finetuned_dir / HF_DIR, overwrite=True) as tmp:
-        write_hf_dir(tmp, values, tensors, tokenizer, finetuned.metadata["do_lower_case"])
+    write_hf_dir(target, values, tensors, tokenizer, finetuned.metadata["do_lower_case"])
     note = _not_in_hf(settings, finetuned.metadata.get("dtype", "float32"))
-    return finetuned_dir / HF_DIR, architecture, note
+    return {"architecture": architecture, "note": note}

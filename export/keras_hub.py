@@ -14,7 +14,6 @@ tokenizer's known differences (`export.keras_hub_tokenizer.DIFFERENCES`).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +27,6 @@ from albert_tf.convert.keras_hub import (
     MASKED_LM,
     MLM_EPSILON_NOTE,
     ORIGINAL_SP_MODEL,
-    REPORT_FILE,
     backbone_config,
     check_travels,
     import_keras_hub,
@@ -36,8 +34,7 @@ from albert_tf.convert.keras_hub import (
     weights_by_path,
 )
 from albert_tf.errors import ExportError
-from albert_tf.io_utils import atomic_dir
-from export.bundle import KERAS_HUB_DIR
+from export.writers import ExportSource
 from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 SOP_NOTE = "the sentence-order head stays behind: keras-hub has no ALBERT SOP head"
@@ -179,8 +176,12 @@ def _fill(
         raise ExportError(f"keras-hub variables with no value from our model: {', '.join(left)}")
 
 
-def write_report(directory: Path, report: dict[str, Any]) -> None:
-    (directory / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+def check_keras_hub(source: ExportSource) -> None:
+    """The keras-hub writers' check (`export.writers`): the extra is installed, and keras-hub
+    computes the model (`check_travels`) when its config is known."""
+    if source.config is not None:
+        check_travels(source.config)  # what keras-hub cannot compute is refused before any work
+    import_keras_hub()
 
 
 # === A checkpoint directory (export --checkpoint DIR --keras-hub) ===
@@ -195,8 +196,26 @@ def write_checkpoint_preset(
 ) -> dict[str, Any]:
     """The preset of a `CheckpointDir` (`AlbertMaskedLM` when it has an MLM head, else the
     backbone) at the new `directory`, with report.json; returns the report."""
+    from export.writers import CHECKPOINT_WRITERS, write_one, writers_named
+
+    tokenizer = None if sp_model is None else as_tokenizer(sp_model, do_lower_case)
+    source = ExportSource(
+        config=checkpoint.config,
+        checkpoint=checkpoint,
+        tokenizer=tokenizer,
+        seq_length=seq_length,
+        do_lower_case=do_lower_case,
+    )
+    (writer,) = writers_named(CHECKPOINT_WRITERS, ["keras_hub"])
+    return write_one(writer, source, Path(directory))
+
+
+def write_keras_hub(source: ExportSource, target: Path) -> dict[str, Any]:
+    """The `keras_hub` writer (`export.writers`): the preset of `write_checkpoint_preset` into
+    `target`; returns the report."""
     from export.tflite import probe_inputs
 
+    checkpoint = source.checkpoint
     config = checkpoint.config
     notes = check_travels(config)
     variables = list(checkpoint.encoder.variables)
@@ -207,7 +226,7 @@ def write_checkpoint_preset(
         variables += checkpoint.mlm_head.variables  # the tied table again, by the same name
     if checkpoint.sop_head is not None:
         notes.append(SOP_NOTE)
-    if sp_model is None:
+    if source.tokenizer is None:
         notes.append("no SentencePiece model: the preset has no tokenizer")
     arrays = our_arrays(variables)
 
@@ -218,20 +237,20 @@ def write_checkpoint_preset(
             result["mlm_logits"] = checkpoint.mlm_head(outputs["sequence_output"]).numpy()
         return result
 
+    seq_length = source.seq_length
     probe = probe_inputs(config.vocab_size, min(seq_length, config.max_position_embeddings))
     report = write_preset(
-        directory,
+        target,
         config,
         arrays,
         head=head,
-        sp_model=sp_model,
-        do_lower_case=do_lower_case,
+        sp_model=source.tokenizer,
+        do_lower_case=source.do_lower_case,
         seq_length=seq_length,
         ours=ours,
         probe=probe,
     )
     report["notes"] = notes
-    write_report(directory, report)
     return report
 
 
@@ -247,11 +266,21 @@ def export_finetuned_keras_hub(finetuned_dir: str | os.PathLike) -> dict[str, An
     a TF-Hub encoder (no config to rebuild), and for what `check_travels` refuses.
     """
     from albert_tf.finetune.predict import load_finetuned
-    from albert_tf.finetune.tasks.base import INPUT_NAMES
-    from export.tflite import probe_inputs
+    from export.writers import FINETUNED_WRITERS, write_one, writers_named
 
     finetuned_dir = Path(finetuned_dir)
-    finetuned = load_finetuned(finetuned_dir)
+    source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
+    (writer,) = writers_named(FINETUNED_WRITERS, ["keras_hub"])
+    return write_one(writer, source, finetuned_dir / writer.directory)
+
+
+def write_keras_hub_finetuned(source: ExportSource, target: Path) -> dict[str, Any]:
+    """The fine-tuned `keras_hub` writer (`export.writers`): the preset of
+    `export_finetuned_keras_hub` into `target`; returns the report."""
+    from albert_tf.finetune.features import INPUT_NAMES
+    from export.tflite import probe_inputs
+
+    finetuned = source.finetuned
     settings = finetuned.settings
     if settings.task != "classify":
         raise ExportError(
@@ -286,23 +315,20 @@ def export_finetuned_keras_hub(finetuned_dir: str | os.PathLike) -> dict[str, An
         result["logits"] = model(feed, training=False)["logits"].numpy()
         return result
 
-    target = finetuned_dir / KERAS_HUB_DIR
     probe = probe_inputs(config.vocab_size, min(settings.max_seq_length, 32))
-    with atomic_dir(target, overwrite=True) as tmp:
-        report = write_preset(
-            tmp,
-            config,
-            arrays,
-            head="classifier",
-            num_classes=model.task_head.num_outputs,
-            sp_model=finetuned.tokenizer,
-            do_lower_case=finetuned.tokenizer.do_lower_case,
-            seq_length=settings.max_seq_length,
-            ours=ours,
-            probe=probe,
-        )
-        report["notes"] = notes
-        report["labels"] = list(settings.labels or [])
-        report["finetune_settings"] = settings.record()
-        write_report(tmp, report)
+    report = write_preset(
+        target,
+        config,
+        arrays,
+        head="classifier",
+        num_classes=model.task_head.num_outputs,
+        sp_model=finetuned.tokenizer,
+        do_lower_case=finetuned.tokenizer.do_lower_case,
+        seq_length=settings.max_seq_length,
+        ours=ours,
+        probe=probe,
+    )
+    report["notes"] = notes
+    report["labels"] = list(settings.labels or [])
+    report["finetune_settings"] = settings.record()
     return report

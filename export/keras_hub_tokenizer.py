@@ -47,12 +47,30 @@ def _ours(text: str, lower: bool) -> str:
     return text.lower() if lower else text
 
 
+def model_normalizer(model_proto: bytes) -> Any:
+    """The character map of the serialized SentencePiece model `model_proto` alone, as a
+    `sentencepiece.SentencePieceNormalizer`: no dummy prefix, whitespace neither escaped to "▁"
+    nor collapsed, so that `normalize(s)` is the map's image of `s`.
+
+    The three flags are given, not left to their defaults: sentencepiece 0.2.2 defaults them to
+    off, 0.2.3 takes them from the model (ALBERT's models turn all three on), and then every
+    code point seems remapped ("a" -> "▁a") and the control character "\x00" becomes an empty
+    key that the map compiler refuses.
+    """
+    import sentencepiece as spm
+
+    return spm.SentencePieceNormalizer(
+        model_proto=model_proto,
+        add_dummy_prefix=False,
+        escape_whitespaces=False,
+        remove_extra_whitespaces=False,
+    )
+
+
 def albert_normalizer_rules(model_proto: bytes, lower: bool) -> list[tuple[str, str]]:
     """(source, replacement) rules of the combined normalizer (see the module docstring) for
     the serialized SentencePiece model `model_proto`."""
-    import sentencepiece as spm
-
-    own = spm.SentencePieceNormalizer(model_proto=model_proto)
+    own = model_normalizer(model_proto)
     normalize: Callable[[str], str] = own.normalize
     rules = {}
     for c in code_points():

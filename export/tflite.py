@@ -107,3 +107,9 @@ def export_tflite(
         report[f"{kind}_bytes"] = path.stat().st_size
         report[f"{kind}_pooled_cosine"] = pooled_output_drift(path, saved_model, inputs)
     return report
+
+
+def write_tflite(source: Any, target: Path) -> dict[str, Any]:
+    """The `tflite` writer (`export.writers`): `export_tflite` of the checkpoint's encoder,
+    compared with the encoder SavedModel of the same export."""
+    return export_tflite(source.checkpoint.encoder, target, source.seq_length, source.encoder_dir)

@@ -7,18 +7,18 @@ same in the TensorFlow graph; `save_preprocess_model` writes the TF-Hub preproce
 `preprocess.pretraining_data`) writes the pretraining TFRecords.
 """
 
-from albert_tf.lazy import lazy_exports
+from preprocess.base.lazy import lazy_exports
 
-_LAZY = {
-    "preprocess_text": "preprocess.normalize",
-    "AlbertTokenizer": "preprocess.tokenizer",
-    "GraphTokenizer": "preprocess.graph_tokenizer",
-    "PreprocessModule": "preprocess.preprocess_model",
-    "save_preprocess_model": "preprocess.preprocess_model",
-    "train_sentencepiece": "preprocess.spm_train",
-    "create_pretraining_data": "preprocess.pretraining_data",
-    "build_default_corpus": "preprocess.corpus",
-}
-
-__all__ = [*_LAZY]
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".normalize": "preprocess_text",
+        ".tokenizer": "AlbertTokenizer",
+        ".graph_tokenizer": "GraphTokenizer",
+        ".preprocess_model": "PreprocessModule save_preprocess_model",
+        ".spm_train": "train_sentencepiece",
+        ".pretraining_data": "create_pretraining_data",
+        ".corpus": "build_default_corpus",
+    },
+    globals(),
+)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from albert_tf.io_utils import atomic_file
+from preprocess.base.io_utils import atomic_file
 from preprocess.pretraining_data.documents import split_sentences
 
 TRAIN_FILE = "corpus.txt"

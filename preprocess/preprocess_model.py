@@ -24,8 +24,8 @@ from pathlib import Path
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.errors import ExportError
-from albert_tf.io_utils import atomic_dir, check_output_path
+from preprocess.base.errors import ExportError
+from preprocess.base.io_utils import atomic_dir, check_output_path
 from preprocess.graph_tokenizer import GraphTokenizer
 from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 

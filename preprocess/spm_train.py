@@ -26,8 +26,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from albert_tf.errors import DataError, TokenizerError
-from albert_tf.io_utils import atomic_file, check_can_create, check_output_path
+from preprocess.base.errors import DataError, TokenizerError
+from preprocess.base.io_utils import atomic_file, check_can_create, check_output_path
 from preprocess.normalize import preprocess_text
 from preprocess.tokenizer import CLS, MASK, SEP, load_sp_model
 
@@ -112,7 +112,7 @@ def _beam_sample(
     num_workers: int | None,
 ) -> tuple[list[str], list[str]]:
     """(input files, sample) drawn by `spm_beam.sample_with_beam`; InstallError without Beam."""
-    from albert_tf.environment import import_beam_module
+    from preprocess.base.environment import import_beam_module
 
     spm_beam: Any = import_beam_module("preprocess.spm_beam")
     return spm_beam.sample_with_beam(

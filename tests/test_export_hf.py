@@ -15,10 +15,10 @@ import pytest
 
 from albert_tf.checkpoint import CheckpointDir, load_checkpoint_dir
 from albert_tf.cli import main
-from albert_tf.convert.common import build_model, variables_by_name
 from albert_tf.convert.hf import convert_hf_checkpoint
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.heads import MaskedLMHead, SentenceOrderHead
+from albert_tf.weights import build_model, variables_by_name
 from export.hf import export_checkpoint_hf
 from tests import helpers
 

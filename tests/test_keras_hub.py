@@ -224,6 +224,18 @@ def test_tokenizer_gives_our_ids_except_where_documented(classifier, fixtures_di
     )
 
 
+def test_model_normalizer_is_the_character_map_alone(fixtures_dir):
+    """The model's own map as the combined normalizer reads it: no dummy prefix, whitespace kept
+    as is, on every sentencepiece (0.2.3 takes those flags from the model, 0.2.2 does not)."""
+    from export.keras_hub_tokenizer import model_normalizer
+
+    proto = (fixtures_dir / "tokenizer" / "spm.model").read_bytes()
+    normalize = model_normalizer(proto).normalize
+    for text in ["a", " ", "\x00", "A  b ", "é"]:
+        assert normalize(text) == text
+    assert normalize("ｈ") == "h"
+
+
 # === Round trips: ours -> keras-hub -> ours, bit-identical ===
 
 

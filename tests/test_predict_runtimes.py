@@ -12,8 +12,8 @@ import pytest
 
 from albert_tf import cli
 from albert_tf.finetune.predict import load_finetuned
-from albert_tf.finetune.runtimes import RuntimeEncoder, runtime_encoder
 from albert_tf.runtimes import tflite_runner
+from export.runtimes import RuntimeEncoder, runtime_encoder
 from export.tflite import probe_inputs, tflite_converters
 from tests import helpers
 

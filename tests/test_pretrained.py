@@ -12,9 +12,9 @@ from safetensors.numpy import load_file
 from albert_tf.checkpoint import load_checkpoint_dir
 from albert_tf.cli import main as cli_main
 from albert_tf.config import CONFIG_FILE, SHIPPED_DIR, AlbertConfig, resolve_config
-from albert_tf.convert.common import variables_by_name
 from albert_tf.errors import CheckpointError
 from albert_tf.pretrained import WEIGHTS_FILE, checkpoint_dir, load_pretrained, model_dir, resolve
+from albert_tf.weights import variables_by_name
 from tests import helpers
 
 NAME = "albert_en_mini"

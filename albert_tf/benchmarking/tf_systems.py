@@ -211,21 +211,11 @@ def build_kerashub(config: AlbertConfig, dtype: str, case: str, shape: Shape) ->
     import keras
     import keras_hub
 
+    from albert_tf.convert.keras_hub import backbone_config
+
     keras.config.set_dtype_policy("mixed_bfloat16" if dtype == "bfloat16" else "float32")
     note = "Keras 3 mixed_bfloat16 policy, tf.function" if dtype == "bfloat16" else "tf.function"
-    backbone = keras_hub.models.AlbertBackbone(
-        vocabulary_size=config.vocab_size,
-        num_layers=config.num_hidden_layers,
-        num_heads=config.num_attention_heads,
-        embedding_dim=config.embedding_size,
-        hidden_dim=config.hidden_size,
-        intermediate_dim=config.intermediate_size,
-        num_groups=config.num_hidden_groups,
-        num_inner_repetitions=config.inner_group_num,
-        dropout=config.hidden_dropout_prob,
-        max_sequence_length=config.max_position_embeddings,
-        num_segments=config.type_vocab_size,
-    )
+    backbone = keras_hub.models.AlbertBackbone(**backbone_config(config))
     arrays = make_batch(config, shape)
     inputs = dict(
         token_ids=tf.constant(arrays["input_word_ids"]),

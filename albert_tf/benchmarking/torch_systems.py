@@ -36,25 +36,13 @@ def hf_config(config: AlbertConfig):
 
 
 def hf_config_kwargs(config: AlbertConfig) -> dict:
-    """`transformers.AlbertConfig`'s arguments for `config` (also written into the GPU export's
-    manifest, benchmarks/gpu/, for a machine without albert_tf)."""
-    return dict(
-        vocab_size=config.vocab_size,
-        embedding_size=config.embedding_size,
-        hidden_size=config.hidden_size,
-        num_hidden_layers=config.num_hidden_layers,
-        num_hidden_groups=config.num_hidden_groups,
-        num_attention_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size,
-        inner_group_num=config.inner_group_num,
-        hidden_act="gelu_new",  # the original ALBERT "gelu" (tanh approximation)
-        hidden_dropout_prob=config.hidden_dropout_prob,
-        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-        classifier_dropout_prob=config.hidden_dropout_prob,
-        max_position_embeddings=config.max_position_embeddings,
-        type_vocab_size=config.type_vocab_size,
-        initializer_range=config.initializer_range,
-    )
+    """`transformers.AlbertConfig`'s arguments for `config`: the config map of `export --hf`
+    (`albert_tf.convert.hf.hf_config`; also written into the GPU export's manifest,
+    benchmarks/gpu/, for a machine without albert_tf)."""
+    from albert_tf.convert.hf import hf_config as config_json
+
+    values = config_json(config, "AlbertForPreTraining")
+    return {k: v for k, v in values.items() if k not in ("architectures", "model_type")}
 
 
 def _tensors(config: AlbertConfig, shape: Shape) -> dict[str, torch.Tensor]:

@@ -4,6 +4,7 @@ files, keras-hub presets."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 HELP = (
     "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite, "
@@ -101,27 +102,20 @@ def run(args: argparse.Namespace) -> int:
         for wanted, folder in ((args.onnx, "onnx"), (args.hf, "hf"), (args.keras_hub, "keras_hub")):
             if wanted:
                 check_output_path(Path(args.finetuned) / folder, args.overwrite)
-        if args.hf:
-            from export.hf import check_finetuned_hf, export_finetuned_hf
+        from export.bundle import export_finetuned
 
-            check_finetuned_hf(args.finetuned)
-        if args.keras_hub:
-            from albert_tf.convert.keras_hub import import_keras_hub
-
-            import_keras_hub()  # a missing extra is one line before any work
-        if args.onnx:
-            _export_finetuned_onnx(args.finetuned)
-        if args.hf:
-            path, architecture, note = export_finetuned_hf(args.finetuned)
-            print(f"wrote {path}: {architecture}")
-            if note:
-                print(f"  {note}")
-        if args.keras_hub:
-            from export.keras_hub import export_finetuned_keras_hub
-
-            report = export_finetuned_keras_hub(args.finetuned)
+        reports = export_finetuned(
+            args.finetuned, onnx=args.onnx, hf=args.hf, keras_hub=args.keras_hub
+        )
+        if "onnx" in reports:
+            _print_finetuned_onnx_report(args.finetuned, reports["onnx"])
+        if "hf" in reports:
+            print(f"wrote {Path(args.finetuned) / 'hf'}: {reports['hf']['architecture']}")
+            if reports["hf"]["note"]:
+                print(f"  {reports['hf']['note']}")
+        if "keras_hub" in reports:
             print(f"wrote {args.finetuned}/keras_hub")
-            _print_keras_hub_report(report)
+            _print_keras_hub_report(reports["keras_hub"])
         return 0
     if not args.output:
         raise ExportError("--output is required")
@@ -146,18 +140,22 @@ def run(args: argparse.Namespace) -> int:
 
     from export.bundle import export_bundle
 
+    formats = {name: getattr(args, name) for name in ("tflite", "onnx", "keras_hub", "hf")}
     bundle = export_bundle(
         args.checkpoint,
         args.output,
         sp_model=args.sp_model,
         seq_length=args.seq_length,
-        tflite=args.tflite,
         overwrite=args.overwrite,
         do_lower_case=args.do_lower_case,
-        onnx=args.onnx,
-        keras_hub=args.keras_hub,
-        hf=args.hf,
+        **formats,
     )
+    _print_bundle(bundle)
+    return 0
+
+
+def _print_bundle(bundle: Any) -> None:
+    """What `export_bundle` wrote, a line per part, and the reports' figures."""
     if bundle.encoder:
         mlm = "with .mlm" if bundle.has_mlm else "without .mlm (no MLM head in the checkpoint)"
         print(f"wrote {bundle.encoder} ({mlm})")
@@ -186,13 +184,9 @@ def run(args: argparse.Namespace) -> int:
     if bundle.keras_hub_report:
         print(f"wrote {bundle.keras_hub}")
         _print_keras_hub_report(bundle.keras_hub_report)
-    return 0
 
 
-def _export_finetuned_onnx(finetuned: str) -> None:
-    from export.onnx import export_classifier_onnx
-
-    report = export_classifier_onnx(finetuned)
+def _print_finetuned_onnx_report(finetuned: str, report: dict) -> None:
     print(f"wrote {finetuned}/onnx: fused {report['fused_ops']}")
     if report["serving_dtype"] != "float32":
         print(

@@ -6,15 +6,12 @@ memory; `config_from_hf` reads a Hugging Face `config.json` as an `AlbertConfig`
 
 from albert_tf.lazy import lazy_exports
 
-_LAZY = {
-    "convert_tf1_checkpoint": "albert_tf.convert.tf1",
-    "load_tf1_checkpoint": "albert_tf.convert.tf1",
-    "convert_hf_checkpoint": "albert_tf.convert.hf",
-    "load_hf_checkpoint": "albert_tf.convert.hf",
-    "config_from_hf": "albert_tf.convert.hf",
-    "convert_keras_hub_preset": "albert_tf.convert.keras_hub",
-    "read_keras_hub_preset": "albert_tf.convert.keras_hub",
-}
-
-__all__ = [*_LAZY]
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".tf1": "convert_tf1_checkpoint load_tf1_checkpoint",
+        ".hf": "convert_hf_checkpoint load_hf_checkpoint config_from_hf",
+        ".keras_hub": "convert_keras_hub_preset read_keras_hub_preset",
+    },
+    globals(),
+)

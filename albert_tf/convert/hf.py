@@ -1,4 +1,12 @@
-"""Hugging Face ALBERT (`config.json` + `model.safetensors`) -> our model, without torch.
+"""Hugging Face transformers' ALBERT, both directions: the format's one home.
+
+The weight-name table (`TABLE`, `BLOCK_TABLE`: read forwards by `target_of`, backwards by
+`source_of`), the config map (`config_from_hf` in, `hf_config` out), the activation names
+(`HF_ACTIVATIONS` in, `HF_ACTIVATION_NAMES` out), the group rule and what cannot travel
+(`check_hf_exportable`). `export.hf` writes folders with them; the benchmarks build their
+transformers peer from `hf_config`.
+
+Reading: HF ALBERT (`config.json` + `model.safetensors`) -> our model, without torch.
 
 Handles the `AlbertModel` (keys with or without the `albert.` prefix), `AlbertForMaskedLM`
 (`predictions.*`, no pooler) and `AlbertForPreTraining` (`predictions.*`,
@@ -15,13 +23,19 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from albert_tf.checkpoint import CheckpointDir
 from albert_tf.config import AlbertConfig
-from albert_tf.convert.common import assign_checked, build_model, variables_by_name
-from albert_tf.errors import CheckpointError, ConfigError
+from albert_tf.errors import CheckpointError, ConfigError, ExportError
+from albert_tf.weights import (
+    assign_checked,
+    build_model,
+    variables_by_name,
+    whole_block_groups,
+)
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -247,3 +261,106 @@ def convert_hf_checkpoint(
     if sp_model is None and (Path(path) / SP_MODEL_FILE).is_file():
         sp_model = Path(path) / SP_MODEL_FILE
     return model.save(output_dir, sp_model=sp_model, overwrite=overwrite)
+
+
+# === Ours -> transformers (`export --hf`, the benchmarks' transformers peer) ===
+
+# Our `hidden_act` -> the transformers name of the same function: our (and the original's)
+# "gelu" is the tanh form, transformers' "gelu_new"; transformers' "gelu" is the erf form.
+HF_ACTIVATION_NAMES = {
+    "gelu": "gelu_new",
+    "gelu_new": "gelu_new",
+    "gelu_exact": "gelu",
+    "gelu_python": "gelu",
+    "relu": "relu",
+    "swish": "silu",
+}
+
+# Fine-tuning task -> (transformers class, HF name of the head's dense layer).
+TASK_CLASSES = {
+    "classify": ("AlbertForSequenceClassification", "classifier"),
+    "regress": ("AlbertForSequenceClassification", "classifier"),
+    "tag": ("AlbertForTokenClassification", "classifier"),
+    "squad": ("AlbertForQuestionAnswering", "qa_outputs"),
+    "multiple-choice": ("AlbertForMultipleChoice", "classifier"),
+}
+
+# transformers' defaults for the pretraining special tokens when there is no SentencePiece
+# model to read them from (ALBERT's: <pad> 0, [CLS] 2, [SEP] 3).
+_DEFAULT_TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3}
+_NONE_SHARING_BLOCK = re.compile(r"encoder/transformer/group_\d+/layer_(\d+)/")
+
+
+def check_hf_exportable(config: AlbertConfig) -> None:
+    """ExportError (one line) unless transformers' ALBERT computes what `config` describes."""
+    if config.shared_params in ("attention", "ffn"):
+        raise ExportError(
+            f"shared_params={config.shared_params!r} cannot travel to Hugging Face: transformers' "
+            "ALBERT shares whole blocks or nothing"
+        )
+    if config.hidden_act not in HF_ACTIVATION_NAMES:
+        raise ExportError(f"hidden_act {config.hidden_act!r} has no Hugging Face equivalent")
+    layers, groups = config.num_hidden_layers, whole_block_groups(config)
+    ours = [config.group_of_layer(i) if config.shared_params == "all" else i for i in range(layers)]
+    theirs = [int(i / (layers / groups)) for i in range(layers)]
+    if ours != theirs:
+        layer = next(i for i in range(layers) if ours[i] != theirs[i])
+        raise ExportError(
+            f"{layers} layers in {groups} groups cannot travel to Hugging Face: layer {layer} "
+            f"uses group {ours[layer]} here and would use group {theirs[layer]} in transformers"
+        )
+
+
+def hf_config(
+    config: AlbertConfig,
+    architecture: str,
+    special_ids: dict[str, int] | None = None,
+    **task: Any,
+) -> dict[str, Any]:
+    """The `config.json` of an HF ALBERT: every `AlbertConfig` key, `architectures`,
+    `model_type`; `special_ids` (`pad_token_id`, `bos_token_id`, `eos_token_id`) default to
+    ALBERT's; `task` adds or replaces keys (`id2label`, `label2id`, `problem_type`)."""
+    values: dict[str, Any] = {
+        "architectures": [architecture],
+        "model_type": "albert",
+        **{
+            field: getattr(config, field)
+            for field in (
+                "vocab_size",
+                "embedding_size",
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "intermediate_size",
+                "inner_group_num",
+                "hidden_dropout_prob",
+                "attention_probs_dropout_prob",
+                "max_position_embeddings",
+                "type_vocab_size",
+                "initializer_range",
+            )
+        },
+        "num_hidden_groups": whole_block_groups(config),
+        "hidden_act": HF_ACTIVATION_NAMES[config.hidden_act],
+        "layer_norm_eps": 1e-12,
+        "classifier_dropout_prob": 0.1,
+        "position_embedding_type": "absolute",  # transformers 4.x reads it
+        **(special_ids or _DEFAULT_TOKEN_IDS),
+        "tie_word_embeddings": True,
+        "id2label": {"0": "LABEL_0", "1": "LABEL_1"},
+        "label2id": {"LABEL_0": 0, "LABEL_1": 1},
+        "problem_type": None,
+        "dtype": "float32",
+        "chunk_size_feed_forward": 0,
+        "is_encoder_decoder": False,
+        "output_attentions": False,
+        "output_hidden_states": False,
+        "return_dict": True,
+    }
+    return values | task
+
+
+def hf_name(name: str) -> str:
+    """Our variable name as the `shared_params="all"` layout names it: with sharing "none",
+    layer L's block (`group_G/layer_L/inner_group_I`) is HF's group L."""
+    return _NONE_SHARING_BLOCK.sub(r"encoder/transformer/group_\1/", name)

@@ -33,6 +33,7 @@ import numpy as np
 
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import CheckpointError, ConfigError, ExportError, InstallError
+from albert_tf.weights import whole_block_groups
 
 # keras-hub's preset files (keras_hub/src/utils/preset_utils.py).
 PRESET_CONFIG_FILE = "config.json"
@@ -105,11 +106,6 @@ _PROJECTION = (
 )
 
 
-def keras_hub_groups(config: AlbertConfig) -> int:
-    """keras-hub's `num_groups` for `config`: ours, or one per layer when nothing is shared."""
-    return config.num_hidden_layers if config.shared_params == "none" else config.num_hidden_groups
-
-
 def name_pairs(config: AlbertConfig, head: str | None = None) -> Iterator[tuple[str, str]]:
     """(our variable name, keras-hub variable path) of every variable of `config`'s model.
 
@@ -120,7 +116,7 @@ def name_pairs(config: AlbertConfig, head: str | None = None) -> Iterator[tuple[
     for ours, theirs in TABLE:
         if ours not in _PROJECTION or config.embedding_size != config.hidden_size:
             yield ours, theirs
-    for group in range(keras_hub_groups(config)):
+    for group in range(whole_block_groups(config)):
         if config.shared_params == "none":
             scope = f"group_{config.group_of_layer(group)}/layer_{group}"
         else:
@@ -156,7 +152,7 @@ def check_travels(config: AlbertConfig) -> list[str]:
             f"hidden_act {config.hidden_act!r}: keras-hub's AlbertBackbone computes only the "
             "tanh GELU (ALBERT's 'gelu'); this model cannot travel to keras-hub"
         )
-    layers, groups = config.num_hidden_layers, keras_hub_groups(config)
+    layers, groups = config.num_hidden_layers, whole_block_groups(config)
     per_group = layers // groups
     ours = [config.group_of_layer(i) for i in range(layers)]
     if config.shared_params == "none":
@@ -185,7 +181,7 @@ def backbone_config(config: AlbertConfig) -> dict[str, Any]:
         embedding_dim=config.embedding_size,
         hidden_dim=config.hidden_size,
         intermediate_dim=config.intermediate_size,
-        num_groups=keras_hub_groups(config),
+        num_groups=whole_block_groups(config),
         num_inner_repetitions=config.inner_group_num,
         dropout=config.hidden_dropout_prob,
         max_sequence_length=config.max_position_embeddings,
@@ -353,7 +349,7 @@ def convert_keras_hub_preset(
     SentencePiece model is `sp_model`, else the one our export stored, else the preset's
     `vocabulary.spm`.
     """
-    from albert_tf.convert.common import assign_checked, build_model, variables_by_name
+    from albert_tf.weights import assign_checked, build_model, variables_by_name
 
     preset = read_keras_hub_preset(path)
     sp_model = Path(sp_model) if sp_model is not None else preset.sp_model
@@ -397,8 +393,8 @@ def _write_classifier(
 
     from albert_tf.checkpoint import write_checkpoint
     from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
+    from albert_tf.finetune.directory import write_metadata
     from albert_tf.finetune.models import TaskHead
-    from albert_tf.finetune.predict import METADATA_FILE
     from albert_tf.finetune.settings import FinetuneSettings
     from albert_tf.io_utils import atomic_dir
 
@@ -438,5 +434,5 @@ def _write_classifier(
         preset.config.to_json_file(tmp / CONFIG_FILE)
         write_checkpoint(tmp, encoder=encoder, task_head=head)
         shutil.copyfile(sp_model, tmp / SP_MODEL_FILE)
-        (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+        write_metadata(tmp, metadata)
     return output_dir

@@ -17,6 +17,9 @@ from albert_tf.errors import ConfigError
 from albert_tf.finetune.data import ChoiceExample, TagExample, TextExample
 from preprocess.tokenizer import AlbertTokenizer
 
+# The encoder's inputs, each int32 [B, S] (the TF-Hub encoder contract).
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
 IGNORE_LABEL = -100  # tag label of pieces that do not start a word, and of padding
 
 

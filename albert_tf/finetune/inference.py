@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.models import TaskModel
-from albert_tf.finetune.tasks.base import INPUT_NAMES
 from albert_tf.layers.fused import fused_cpu_inference
 
 
@@ -23,7 +23,7 @@ def batched_outputs(
     kernels round float32 otherwise (1e-7), bfloat16 rounding carries that to 3e-4 in
     probability, and without them the function computes the serving SavedModel's logits bit
     for bit, as `predict` says it does. With `encoder`
-    (a `finetune.runtimes.RuntimeEncoder`), the task's forward pass runs eagerly around that
+    (a `export.runtimes.RuntimeEncoder`), the task's forward pass runs eagerly around that
     encoder instead of the model's own.
     """
     if encoder is not None:

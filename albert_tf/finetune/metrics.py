@@ -19,6 +19,12 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
 
 
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis (float64 inputs stay float64)."""
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
 def accuracy(labels: Sequence[int], predictions: Sequence[int]) -> float:
     """Fraction of positions where `predictions` equals `labels`; 0.0 for empty input."""
     labels, predictions = np.asarray(labels), np.asarray(predictions)

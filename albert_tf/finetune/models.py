@@ -13,7 +13,8 @@ from typing import Any
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.finetune.tasks.base import INPUT_NAMES, Task
+from albert_tf.finetune.features import INPUT_NAMES
+from albert_tf.finetune.tasks.base import Task
 
 CLASSIFIER_DROPOUT = 0.1  # the paper's Table 14: classifier dropout 0.1 on every task
 

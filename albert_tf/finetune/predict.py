@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,15 +14,15 @@ from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, AlbertConfig
 from albert_tf.dtypes import keras_policy
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
+
+# METADATA_FILE: finetune.trainer still takes the directory's names from here.
+from albert_tf.finetune.directory import HUB_ENCODER_DIR, METADATA_FILE, read_metadata  # noqa: F401
+from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.tasks import Task, TaskData, get_task
-from albert_tf.finetune.tasks.base import INPUT_NAMES
 from preprocess.tokenizer import AlbertTokenizer
-
-METADATA_FILE = "finetune.json"
-HUB_ENCODER_DIR = "hub_encoder"
 
 
 @dataclass
@@ -63,13 +62,7 @@ def _build_model(path: Path, metadata: dict, task: Task) -> TaskModel:
 def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     """Restores what `albert-tf finetune` wrote to `path` (CheckpointError if it is not one)."""
     path = Path(path)
-    meta_file = path / METADATA_FILE
-    if not meta_file.is_file():
-        raise CheckpointError(f"{path} is not a fine-tuned model directory (no {METADATA_FILE})")
-    try:
-        metadata = json.loads(meta_file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{meta_file} is corrupt: {e}") from None
+    metadata = read_metadata(path)
     # Before the settings were one object, finetune.json kept the training settings apart.
     record = {**metadata.get("train", {}), "do_lower_case": metadata["do_lower_case"]}
     task = get_task(FinetuneSettings.from_record({**record, **metadata["settings"]}))

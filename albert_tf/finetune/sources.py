@@ -119,7 +119,7 @@ def load_source(
     config_path = config or Path(prefix).parent / CONFIG_FILE
     if not Path(config_path).is_file() and str(config_path) not in _presets():
         raise ConfigError(f"TF1 checkpoint {prefix} needs --config (its albert_config.json)")
-    from albert_tf.convert.tf1 import load_tf1_checkpoint
+    from albert_tf.tf1 import load_tf1_checkpoint
 
     resolved = resolve_config(config_path)
     return Source("tf1", load_tf1_checkpoint(prefix, resolved).encoder, resolved, sp_path)

@@ -19,7 +19,7 @@ import numpy as np
 from albert_tf.errors import ConfigError
 from albert_tf.finetune.alignment import encode_with_offsets
 from albert_tf.finetune.data import SquadExample
-from albert_tf.finetune.tasks.base import softmax
+from albert_tf.finetune.metrics import softmax
 from preprocess.tokenizer import AlbertTokenizer
 
 

@@ -28,9 +28,8 @@ import numpy as np
 
 from albert_tf.errors import ConfigError
 from albert_tf.finetune.data import TagExample, TextExample
-from albert_tf.finetune.features import IGNORE_LABEL, Encoded, pack, word_pieces
+from albert_tf.finetune.features import IGNORE_LABEL, INPUT_NAMES, Encoded, pack, word_pieces
 from albert_tf.finetune.settings import WINDOW_PLACEMENTS
-from albert_tf.finetune.tasks.base import INPUT_NAMES
 
 
 def first_segment_bound(max_seq_length: int, bound: int | None) -> int:

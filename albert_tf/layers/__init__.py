@@ -7,14 +7,13 @@ shares across layers; `LayerNorm` and `Dropout` as the original computes them.
 
 from albert_tf.lazy import lazy_exports
 
-_LAZY = {
-    "AlbertEmbeddings": "albert_tf.layers.embeddings",
-    "LayerNorm": "albert_tf.layers.embeddings",
-    "SelfAttention": "albert_tf.layers.attention",
-    "FeedForward": "albert_tf.layers.transformer_block",
-    "TransformerBlock": "albert_tf.layers.transformer_block",
-    "Dropout": "albert_tf.layers.dropout",
-}
-
-__all__ = [*_LAZY]
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".embeddings": "AlbertEmbeddings LayerNorm",
+        ".attention": "SelfAttention",
+        ".transformer_block": "FeedForward TransformerBlock",
+        ".dropout": "Dropout",
+    },
+    globals(),
+)

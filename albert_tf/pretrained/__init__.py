@@ -53,7 +53,7 @@ def load_pretrained(name: str):
     SentencePiece model), float32 weights equal to the stored float16 values."""
     from safetensors.numpy import load_file
 
-    from albert_tf.convert.common import assign_checked, build_model, variables_by_name
+    from albert_tf.weights import assign_checked, build_model, variables_by_name
 
     folder = model_dir(name)
     config = AlbertConfig.from_json_file(folder / CONFIG_FILE)
@@ -111,8 +111,8 @@ def write_shipped(model, output: str | os.PathLike, *, overwrite: bool = False) 
 
     from safetensors.numpy import save_file
 
-    from albert_tf.convert.common import variables_by_name
     from albert_tf.io_utils import atomic_dir
+    from albert_tf.weights import variables_by_name
 
     if model.mlm_head is None or model.sop_head is None or model.sp_model_path is None:
         raise CheckpointError("a shipped model needs both pretraining heads and spm.model")

@@ -9,16 +9,15 @@ distribution strategies, and `trainer.pretrain` is the training loop behind `alb
 
 from albert_tf.lazy import lazy_exports
 
-_LAZY = {
-    "PretrainSettings": "albert_tf.pretraining.settings",
-    "PretrainResult": "albert_tf.pretraining.trainer",
-    "pretrain": "albert_tf.pretraining.trainer",
-    "make_strategy": "albert_tf.pretraining.strategy",
-    "WorkerLost": "albert_tf.pretraining.preemption",
-    "DivergenceError": "albert_tf.pretraining.guard",
-    "CheckSettings": "albert_tf.pretraining.check",
-    "run_check": "albert_tf.pretraining.check",
-}
-
-__all__ = [*_LAZY]
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".settings": "PretrainSettings",
+        ".trainer": "PretrainResult pretrain",
+        ".strategy": "make_strategy",
+        ".preemption": "WorkerLost",
+        ".guard": "DivergenceError",
+        ".check": "CheckSettings run_check",
+    },
+    globals(),
+)

@@ -137,16 +137,7 @@ def _pretrain(
     sp_model = path_str(settings.sp_model) if settings.sp_model else None
     if sp_model:
         load_sp_model(sp_model, config.vocab_size)
-    init = settings.init_checkpoint
-    if init:
-        from albert_tf.pretrained import resolve
-
-        init = path_str(resolve(init))  # a shipped model's name: its checkpoint directory
-    init_prefix = check_init_checkpoint(init, config) if init else None
-    if init_prefix and not sp_model:
-        with gfile_errors(CheckpointError, f"cannot read init checkpoint {init}"):
-            if is_file(join(init, SP_MODEL_FILE)):
-                sp_model = join(init, SP_MODEL_FILE)
+    init_prefix, sp_model = _init_checkpoint(settings.init_checkpoint, config, sp_model)
     dtype = resolve_dtype(settings.dtype, device)
     chief = is_chief(strategy)
     record = settings.record() | {
@@ -176,23 +167,7 @@ def _pretrain(
     keras.utils.set_random_seed(settings.seed)
     try:
         with keras_policy(dtype):
-            loop = TrainLoop(
-                strategy,
-                config,
-                max_seq_length=spec.max_seq_length,
-                max_predictions_per_seq=spec.max_predictions_per_seq,
-                dtype=dtype,
-                optimizer_args=(
-                    settings.learning_rate,
-                    settings.train_steps,
-                    settings.warmup_steps,
-                ),
-                steps_per_loop=settings.loop_steps(device),
-                grad_accum_steps=settings.grad_accum_steps,
-                jit_compile=use_xla,
-                seed=settings.seed,
-                sentence_task=spec.sentence_task,
-            )
+            loop = _train_loop(settings, strategy, config, spec, dtype, use_xla)
             # Files are read whole first: a damaged one is named as such, not reported as a
             # model mismatch, and a torn newest checkpoint gives way to the one before (and
             # leaves the checkpoint list before the manager reads it).
@@ -229,6 +204,41 @@ def _pretrain(
     result.jit_compile = use_xla
     result.seconds = time.monotonic() - started
     return result
+
+
+def _init_checkpoint(
+    init: str | None, config, sp_model: str | None
+) -> tuple[str | None, str | None]:
+    """(the init checkpoint's prefix, the SentencePiece model) for --init-checkpoint `init` (a
+    directory or a shipped model's name), which lends its spm.model when none is given."""
+    if not init:
+        return None, sp_model
+    from albert_tf.pretrained import resolve
+
+    init = path_str(resolve(init))  # a shipped model's name: its checkpoint directory
+    prefix = check_init_checkpoint(init, config)
+    if not sp_model:
+        with gfile_errors(CheckpointError, f"cannot read init checkpoint {init}"):
+            if is_file(join(init, SP_MODEL_FILE)):
+                sp_model = join(init, SP_MODEL_FILE)
+    return prefix, sp_model
+
+
+def _train_loop(settings, strategy, config, spec, dtype: str, use_xla: bool) -> TrainLoop:
+    """The TrainLoop of a run (inside its dtype policy)."""
+    return TrainLoop(
+        strategy,
+        config,
+        max_seq_length=spec.max_seq_length,
+        max_predictions_per_seq=spec.max_predictions_per_seq,
+        dtype=dtype,
+        optimizer_args=(settings.learning_rate, settings.train_steps, settings.warmup_steps),
+        steps_per_loop=settings.loop_steps(device_type(strategy)),
+        grad_accum_steps=settings.grad_accum_steps,
+        jit_compile=use_xla,
+        seed=settings.seed,
+        sentence_task=spec.sentence_task,
+    )
 
 
 def _restore_init(loop: TrainLoop, prefix: str, log) -> None:

@@ -126,60 +126,13 @@ def run_quickstart(
     if is_quickstart_output(target):
         log("      (replacing the previous quickstart's output there when this run completes)")
     with atomic_dir(target, overwrite=True) as work:
-        steps.start("Building the corpus from the standard library's docstrings and pydoc topics")
-        from preprocess.corpus import build_default_corpus
-
-        corpus = build_default_corpus(work / "corpus")
-        steps.done(
-            f"{corpus.train_documents} training documents ({corpus.train_bytes / 1e6:.1f} MB), "
-            f"{corpus.heldout_documents} held out ({corpus.heldout_bytes / 1e3:.0f} kB)"
-        )
-
-        steps.start(f"Training a SentencePiece vocabulary of {VOCAB_SIZE} pieces")
-        from preprocess.spm_train import train_sentencepiece
-
-        sp_model = Path(train_sentencepiece([str(corpus.train)], VOCAB_SIZE, str(work / "spm")))
-        vocab_size = _vocab_size(sp_model)
-        steps.done(f"{sp_model.name}: {vocab_size} pieces")
-
-        steps.start(f"Creating pretraining data (sequence length {SEQ_LENGTH}, n-gram MLM + SOP)")
-        train_count = _pretraining_data(corpus.train, sp_model, work / "data", dupe_factor=2)
-        heldout_count = _pretraining_data(
-            corpus.heldout, sp_model, work / "heldout_data", dupe_factor=1
-        )
-        steps.done(f"{train_count} training instances, {heldout_count} held out")
-
-        steps.start(f"Pretraining the tiny preset for {minutes:g} min on the CPU")
-        config, history = _pretrain(work, sp_model, vocab_size, minutes)
-        steps.done(f"{history.step} steps of batch {BATCH_SIZE}")
-
-        steps.start("Exporting the TF-Hub encoder and preprocess modules")
-        from export.bundle import export_bundle
-
-        export_bundle(str(work / "pretrain"), str(work / "hub"), sp_model=str(sp_model))
-        steps.done(f"{target / 'hub'}: encoder/, preprocess/")
+        sp_model, vocab_size, config, history = _build(work, target, minutes, steps)
 
     # The outputs are complete and in place: a new process reloads them while this one measures.
     reload = start_new_process(target / "hub", RELOAD_SENTENCE)
     try:
         steps.start("Held-out figures beside their baselines")
-        from albert_tf.quickstart import evaluation as qe
-
-        heldout = qe.read_examples(str(target / "heldout_data" / "*.tfrecord"), config)
-        training = qe.read_examples(str(target / "data" / "*.tfrecord"), config)
-        counts = qe.piece_counts(training, vocab_size)
-        import tensorflow as tf
-
-        models = {
-            "trained": qe.load_model(config, tf.train.latest_checkpoint(target / "pretrain"), SEED),
-            "random": qe.load_model(config, None, SEED),
-        }
-        scores = {
-            "trained": qe.model_scores(models["trained"], heldout, counts),
-            "random_init": qe.model_scores(models["random"], heldout, counts),
-            "unigram": qe.unigram_scores(heldout, counts, training.arrays["sentence_order_label"]),
-        }
-        print_scores(scores, log)
+        counts, models, scores, heldout = _held_out(target, config, vocab_size, log)
         steps.done(f"{heldout.masked} masked tokens in {heldout.size} held-out sentence pairs")
 
         steps.start("Demos: trained beside random init")
@@ -237,6 +190,68 @@ def run_quickstart(
         tmp.write_text(json.dumps(asdict(result), indent=2) + "\n")
     print_next_steps(result, log)
     return result
+
+
+def _build(work: Path, target: Path, minutes: float, steps: _Steps):
+    """Steps 1-5 into `work` (which becomes `target`): corpus, vocabulary, pretraining data,
+    the pretrained tiny model and its TF-Hub modules. Returns (sp_model, vocab_size, config,
+    the pretraining result)."""
+    steps.start("Building the corpus from the standard library's docstrings and pydoc topics")
+    from preprocess.corpus import build_default_corpus
+
+    corpus = build_default_corpus(work / "corpus")
+    steps.done(
+        f"{corpus.train_documents} training documents ({corpus.train_bytes / 1e6:.1f} MB), "
+        f"{corpus.heldout_documents} held out ({corpus.heldout_bytes / 1e3:.0f} kB)"
+    )
+
+    steps.start(f"Training a SentencePiece vocabulary of {VOCAB_SIZE} pieces")
+    from preprocess.spm_train import train_sentencepiece
+
+    sp_model = Path(train_sentencepiece([str(corpus.train)], VOCAB_SIZE, str(work / "spm")))
+    vocab_size = _vocab_size(sp_model)
+    steps.done(f"{sp_model.name}: {vocab_size} pieces")
+
+    steps.start(f"Creating pretraining data (sequence length {SEQ_LENGTH}, n-gram MLM + SOP)")
+    train_count = _pretraining_data(corpus.train, sp_model, work / "data", dupe_factor=2)
+    heldout_count = _pretraining_data(
+        corpus.heldout, sp_model, work / "heldout_data", dupe_factor=1
+    )
+    steps.done(f"{train_count} training instances, {heldout_count} held out")
+
+    steps.start(f"Pretraining the tiny preset for {minutes:g} min on the CPU")
+    config, history = _pretrain(work, sp_model, vocab_size, minutes)
+    steps.done(f"{history.step} steps of batch {BATCH_SIZE}")
+
+    steps.start("Exporting the TF-Hub encoder and preprocess modules")
+    from export.bundle import export_bundle
+
+    export_bundle(str(work / "pretrain"), str(work / "hub"), sp_model=str(sp_model))
+    steps.done(f"{target / 'hub'}: encoder/, preprocess/")
+    return sp_model, vocab_size, config, history
+
+
+def _held_out(target: Path, config, vocab_size: int, log: Callable[[str], None]):
+    """Step 6: the trained model, random weights and the unigram guess on the held-out data.
+    Returns (training piece counts, the two models, their Scores, the held-out examples)."""
+    import tensorflow as tf
+
+    from albert_tf.quickstart import evaluation as qe
+
+    heldout = qe.read_examples(str(target / "heldout_data" / "*.tfrecord"), config)
+    training = qe.read_examples(str(target / "data" / "*.tfrecord"), config)
+    counts = qe.piece_counts(training, vocab_size)
+    models = {
+        "trained": qe.load_model(config, tf.train.latest_checkpoint(target / "pretrain"), SEED),
+        "random": qe.load_model(config, None, SEED),
+    }
+    scores = {
+        "trained": qe.model_scores(models["trained"], heldout, counts),
+        "random_init": qe.model_scores(models["random"], heldout, counts),
+        "unigram": qe.unigram_scores(heldout, counts, training.arrays["sentence_order_label"]),
+    }
+    print_scores(scores, log)
+    return counts, models, scores, heldout
 
 
 _SPECIAL = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}

@@ -110,10 +110,8 @@ checkpoint is read.
 
 <!-- tested-by: tests/test_pretrained.py::test_finetune_from_the_name_and_from_random_of_the_same_shape, tests/test_pretrained.py::test_evaluate_and_export_take_the_name, tests/test_pretrained.py::test_exported_to_transformers_it_computes_what_ours_does -->
 ```bash
-albert-tf finetune --task classify --train train.tsv --eval dev.tsv --init albert_en_mini \
-    --output my_model
-albert-tf finetune --task classify --train train.tsv --eval dev.tsv --init random \
-    --config albert_en_mini --output my_baseline   # same shape and vocabulary, random weights
+albert-tf finetune --task classify --init albert_en_mini --train train.tsv --output my_model
+albert-tf finetune --task classify --init random --config albert_en_mini --train train.tsv --output my_baseline
 albert-tf export --checkpoint albert_en_mini --output my_hub --hf
 albert-tf evaluate --checkpoint albert_en_mini --data 'heldout/*.tfrecord'
 ```

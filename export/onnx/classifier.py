@@ -27,11 +27,13 @@ import onnx
 from onnx import TensorProto, helper
 
 from albert_tf.errors import ExportError
+from albert_tf.finetune.directory import SERVING_DIR
 from export.onnx import optimize
 from export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
 from export.onnx.text import TEXT_INPUTS, guard_empty_batch, preprocess_graph, with_preprocess
 from export.onnx.windows import WINDOW_PRESENT, Windows, pool_windows
-from export.onnx.writer import ONNX_DIR, run, session, write_onnx_dir
+from export.onnx.writer import run, save_models, session
+from export.writers import ExportSource
 
 CLASSIFIER_FILES = {"float32": "classifier.onnx", "int8": "classifier_int8.onnx"}
 SERVING_OUTPUTS = ("label", "label_id", "probabilities", "logits")
@@ -156,13 +158,22 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
 
     Raises CheckpointError (not a fine-tuned model directory), ExportError (not a classifier).
     """
+    from albert_tf.finetune.predict import load_finetuned
+    from export.writers import FINETUNED_WRITERS, write_one, writers_named
+
+    finetuned_dir = Path(finetuned_dir)
+    source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
+    (writer,) = writers_named(FINETUNED_WRITERS, ["onnx"])
+    return write_one(writer, source, finetuned_dir / writer.directory)
+
+
+def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
+    """The fine-tuned `onnx` writer (`export.writers`): the classifiers of the module docstring
+    into `target`, checked against the model's serving/; returns the report."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
 
-    from albert_tf.finetune.predict import load_finetuned
-
-    finetuned_dir = Path(finetuned_dir)
-    finetuned = load_finetuned(finetuned_dir)
+    finetuned = source.finetuned
     check_exportable(finetuned.task)
     settings = finetuned.task.settings
     config = finetuned.model.encoder.config
@@ -176,7 +187,7 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
     files = {CLASSIFIER_FILES[kind]: graph for kind, graph in graphs.items()}
 
     inputs = probe_texts(num_segments)
-    serving_dir = finetuned_dir / "serving"
+    serving_dir = source.finetuned_dir / SERVING_DIR
     serving = tf.saved_model.load(str(serving_dir)).signatures["serving_default"]
     expected = serving(**{k: tf.constant(v.astype(str)) for k, v in inputs.items()})
     agreement = {}
@@ -203,4 +214,4 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
         "serving_dtype": finetuned.metadata.get("dtype", "float32"),
         "against_serving": agreement,
     }
-    return write_onnx_dir(finetuned_dir / ONNX_DIR, files, report)
+    return save_models(target, files, report)

@@ -34,15 +34,13 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from albert_tf.activations import GELU_TANH_COEFF, GELU_TANH_CUBIC
 from albert_tf.layers.attention import MASK_LOGIT
 from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
 from export.encoder import ENCODER_INPUTS
 
 OPSET = 17
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
-# The tanh-approximation GELU's constants (albert_tf.activations).
-_GELU_COEFF = math.sqrt(2.0 / math.pi)
-_GELU_CUBIC = 0.044715
 
 
 class GraphBuilder:
@@ -158,8 +156,8 @@ def encoder_graph(encoder: Any) -> onnx.ModelProto:
         g.constant("const/half", 0.5)
     if config.hidden_act in ("gelu", "gelu_new"):
         g.constant("const/three", 3.0)
-        g.constant("const/gelu_cubic", _GELU_CUBIC)
-        g.constant("const/gelu_coeff", _GELU_COEFF)
+        g.constant("const/gelu_cubic", GELU_TANH_CUBIC)
+        g.constant("const/gelu_coeff", GELU_TANH_COEFF)
     if config.hidden_act in ("gelu_exact", "gelu_python"):
         g.constant("const/sqrt_two", math.sqrt(2.0))
     g.constant("const/sqrt_head_size", math.sqrt(config.head_size))

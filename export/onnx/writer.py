@@ -1,4 +1,4 @@
-"""`export_onnx`: a checkpoint directory -> `onnx/` beside the TF-Hub modules, with its report.
+"""The `onnx` writer: a checkpoint -> `onnx/` beside the TF-Hub modules, with its report.
 
 Files (docs/guides/serving.md shows how to run them):
 
@@ -15,7 +15,6 @@ Files (docs/guides/serving.md shows how to run them):
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -23,17 +22,15 @@ from typing import Any
 import numpy as np
 import onnx
 
-from albert_tf.io_utils import atomic_dir
 from albert_tf.runtimes import onnx_session, session_runner
 from export.encoder import ENCODER_INPUTS
 from export.onnx import optimize
 from export.onnx.encoder import encoder_graph
 from export.onnx.text import guard_empty_batch, preprocess_graph, with_preprocess
 from export.tflite import cosine_similarity, probe_inputs
+from export.writers import ExportSource
 from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
-ONNX_DIR = "onnx"
-REPORT = "report.json"
 ENCODER_FILES = {
     "float32": "encoder.onnx",
     "int8": "encoder_int8.onnx",
@@ -148,6 +145,10 @@ def _text_ids_equal(model: onnx.ModelProto, tokenizer: AlbertTokenizer, seq_leng
     return True
 
 
+def check_onnx(source: ExportSource) -> None:
+    """The ONNX writers' check (`export.writers`): importing this module needed the extra."""
+
+
 def export_onnx(
     checkpoint_dir: str | os.PathLike,
     output_dir: str | os.PathLike,
@@ -166,13 +167,29 @@ def export_onnx(
     """
     from albert_tf.checkpoint import load_checkpoint_dir
     from albert_tf.config import SP_MODEL_FILE
+    from export.writers import CHECKPOINT_WRITERS, write_one, writers_named
 
     checkpoint = load_checkpoint_dir(checkpoint_dir)
     if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
         sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
-    config = checkpoint.config
-    encoder = checkpoint.encoder
-    tokenizer = None if sp_model is None else as_tokenizer(sp_model, do_lower_case)
+    source = ExportSource(
+        config=checkpoint.config,
+        checkpoint=checkpoint,
+        tokenizer=None if sp_model is None else as_tokenizer(sp_model, do_lower_case),
+        seq_length=seq_length,
+        do_lower_case=do_lower_case,
+        encoder_dir=None if saved_model_dir is None else Path(saved_model_dir),
+    )
+    (writer,) = writers_named(CHECKPOINT_WRITERS, ["onnx"])
+    return write_one(writer, source, Path(output_dir) / writer.directory)
+
+
+def write_onnx(source: ExportSource, target: Path) -> dict[str, Any]:
+    """The `onnx` writer (`export.writers`): the files of the module docstring into `target`;
+    returns the report."""
+    config = source.checkpoint.config
+    encoder = source.checkpoint.encoder
+    tokenizer, seq_length = source.tokenizer, source.seq_length
     float32 = encoder_graph(encoder)
     fused = optimize.fuse(float32, config.num_attention_heads, config.hidden_size)
     if tokenizer is not None:
@@ -196,29 +213,27 @@ def export_onnx(
         "fused_ops": {
             op: n for op, n in optimize.op_counts(fused).items() if op in optimize.FUSED_OPS
         },
-        "accuracy": _accuracy(encoders, _reference(saved_model_dir, encoder), unseen),
+        "accuracy": _accuracy(encoders, _reference(source.encoder_dir, encoder), unseen),
     }
     files = {ENCODER_FILES[kind]: model for kind, model in encoders.items()}
     if tokenizer is not None:
-        preprocess = preprocess_graph(tokenizer, seq_length, do_lower_case)
+        preprocess = preprocess_graph(tokenizer, seq_length, source.do_lower_case)
         for kind in ("float32", "int8"):
             text_encoder = with_preprocess(preprocess, models[kind])
             files[TEXT_ENCODER_FILES[kind]] = guard_empty_batch(text_encoder)
         report["text_ids_equal_preprocess"] = _text_ids_equal(
             files[TEXT_ENCODER_FILES["float32"]], tokenizer, seq_length
         )
-    return write_onnx_dir(Path(output_dir) / ONNX_DIR, files, report)
+    return save_models(target, files, report)
 
 
-def write_onnx_dir(
+def save_models(
     target: Path, files: dict[str, onnx.ModelProto], report: dict[str, Any]
 ) -> dict[str, Any]:
-    """Writes `files` (name -> model) and `report.json` (with each file's size added under
-    `bytes`) as the directory `target`, replacing it atomically; returns the report."""
-    with atomic_dir(target, overwrite=True) as tmp:
-        report["bytes"] = {}
-        for name, model in files.items():
-            onnx.save(model, str(tmp / name))
-            report["bytes"][name] = (tmp / name).stat().st_size
-        (tmp / REPORT).write_text(json.dumps(report, indent=2) + "\n")
+    """Saves `files` (name -> model) into the directory `target`; returns `report` with each
+    file's size added under `bytes`."""
+    report["bytes"] = {}
+    for name, model in files.items():
+        onnx.save(model, str(target / name))
+        report["bytes"][name] = (target / name).stat().st_size
     return report

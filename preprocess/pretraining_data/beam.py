@@ -41,8 +41,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from albert_tf.errors import OutputError
-from albert_tf.io_utils import atomic_dir, check_output_path, is_remote
+from preprocess.base.errors import OutputError
+from preprocess.base.io_utils import atomic_dir, check_output_path, is_remote
 from preprocess.beam_io import (
     NAMESPACE,
     counter_values,

@@ -53,15 +53,42 @@ def dynamic_mask(
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=4)
 
     maskable = (input_mask > 0) & tf.not_equal(ids, cls_id) & tf.not_equal(ids, sep_id)
-    previous = tf.concat([[False], maskable[:-1]], axis=0)
-    starts = maskable & ((boundary > 0) | ~previous)
-    word_of = tf.cumsum(tf.cast(starts, tf.int32)) - 1  # word index of each position
-    num_words = tf.reduce_sum(tf.cast(starts, tf.int32))
-    sizes = tf.math.unsorted_segment_sum(
-        tf.cast(maskable, tf.int32), tf.where(maskable, word_of, num_words), num_words + 1
-    )[:num_words]
-    bounds = tf.concat([[0], tf.cumsum(sizes)], axis=0)  # word w: [bounds[w], bounds[w+1])
+    word_of, num_words, sizes, bounds = _words(maskable, boundary)
 
+    covered = _covered_words(
+        input_mask, sizes, bounds, num_words, seeds, max_predictions_per_seq, masked_lm_prob, ngram
+    )
+    covered_pos = tf.gather(
+        tf.concat([covered, [False]], 0), tf.where(maskable, word_of, num_words)
+    )
+    positions = tf.where(covered_pos)[:, 0]  # [K] ascending
+    masked_ids, positions, labels, weights = _replaced(
+        ids, positions, seeds, vocab_size, mask_id, max_predictions_per_seq
+    )
+    return {
+        "input_ids": masked_ids,
+        "input_mask": input_mask,
+        "segment_ids": tf.cast(features["segment_ids"], tf.int64),
+        "masked_lm_positions": positions,
+        "masked_lm_ids": labels,
+        "masked_lm_weights": weights,
+        "next_sentence_labels": tf.cast(features["next_sentence_labels"], tf.int64),
+    }
+
+
+def _covered_words(
+    input_mask: tf.Tensor,
+    sizes: tf.Tensor,
+    bounds: tf.Tensor,
+    num_words: tf.Tensor,
+    seeds: tf.Tensor,
+    max_predictions_per_seq: int,
+    masked_lm_prob: float,
+    ngram: int,
+) -> tf.Tensor:
+    """Which of the `num_words` words (`_words`) the n-grams cover, bool [W]: n drawn with
+    p(n) ∝ 1/n by `seeds[0]`, placed where they fit by `seeds[1]`, until the budget of
+    `masked_lm_prob` of the tokens (at most `max_predictions_per_seq`) is reached."""
     num_tokens = tf.reduce_sum(input_mask)
     wanted = tf.maximum(
         tf.constant(1.0, tf.float64), tf.round(tf.cast(num_tokens, tf.float64) * masked_lm_prob)
@@ -121,10 +148,35 @@ def dynamic_mask(
         (tf.constant(0), tf.constant(0), tf.zeros([num_words], tf.bool), tf.constant(False)),
         maximum_iterations=max_predictions_per_seq + 1,
     )
-    covered_pos = tf.gather(
-        tf.concat([covered, [False]], 0), tf.where(maskable, word_of, num_words)
-    )
-    positions = tf.where(covered_pos)[:, 0]  # [K] ascending
+    return covered
+
+
+def _words(maskable: tf.Tensor, boundary: tf.Tensor) -> tuple[tf.Tensor, ...]:
+    """The whole words among the `maskable` positions [S] (`boundary` 1 where a piece begins a
+    word): (each position's word index [S], the number of words W, each word's size [W], the
+    words' bounds [W + 1]: word w is positions [bounds[w], bounds[w + 1]) among the maskable)."""
+    previous = tf.concat([[False], maskable[:-1]], axis=0)
+    starts = maskable & ((boundary > 0) | ~previous)
+    word_of = tf.cumsum(tf.cast(starts, tf.int32)) - 1  # word index of each position
+    num_words = tf.reduce_sum(tf.cast(starts, tf.int32))
+    sizes = tf.math.unsorted_segment_sum(
+        tf.cast(maskable, tf.int32), tf.where(maskable, word_of, num_words), num_words + 1
+    )[:num_words]
+    bounds = tf.concat([[0], tf.cumsum(sizes)], axis=0)  # word w: [bounds[w], bounds[w+1])
+    return word_of, num_words, sizes, bounds
+
+
+def _replaced(
+    ids: tf.Tensor,
+    positions: tf.Tensor,
+    seeds: tf.Tensor,
+    vocab_size: int,
+    mask_id: int,
+    max_predictions_per_seq: int,
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """(`ids` [S] with the chosen `positions` [K] replaced 80% [MASK] / 10% random / 10% kept
+    by `seeds[2]` and `seeds[3]`; the positions, their original ids and float32 weights 1.0,
+    each padded with zeros to [max_predictions_per_seq])."""
     labels = tf.gather(ids, positions)
     num = tf.size(positions)
     u = tf.random.stateless_uniform([num], seed=seeds[2])
@@ -134,17 +186,13 @@ def dynamic_mask(
     replacement = tf.where(
         u < 0.8, tf.cast(mask_id, tf.int64), tf.where(u < 0.9, labels, random_ids)
     )
-    masked_ids = tf.tensor_scatter_nd_update(ids, positions[:, None], replacement)
     pad = max_predictions_per_seq - num
-    return {
-        "input_ids": masked_ids,
-        "input_mask": input_mask,
-        "segment_ids": tf.cast(features["segment_ids"], tf.int64),
-        "masked_lm_positions": tf.pad(positions, [[0, pad]]),
-        "masked_lm_ids": tf.pad(labels, [[0, pad]]),
-        "masked_lm_weights": tf.pad(tf.ones([num], tf.float32), [[0, pad]]),
-        "next_sentence_labels": tf.cast(features["next_sentence_labels"], tf.int64),
-    }
+    return (
+        tf.tensor_scatter_nd_update(ids, positions[:, None], replacement),
+        tf.pad(positions, [[0, pad]]),
+        tf.pad(labels, [[0, pad]]),
+        tf.pad(tf.ones([num], tf.float32), [[0, pad]]),
+    )
 
 
 def dynamically_masked(dataset: tf.data.Dataset, seed: int, **mask_args) -> tf.data.Dataset:

@@ -31,9 +31,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from albert_tf.environment import import_beam_module
-from albert_tf.errors import DataError
-from albert_tf.io_utils import atomic_dir, check_output_path, is_remote
+from preprocess.base.environment import import_beam_module
+from preprocess.base.errors import DataError
+from preprocess.base.io_utils import atomic_dir, check_output_path, is_remote
 from preprocess.pretraining_data.documents import input_size, iter_documents, resolve_inputs
 from preprocess.pretraining_data.format import (
     FORMAT,
@@ -263,7 +263,6 @@ def create_pretraining_data(
     output exists and `overwrite` is False), InstallError (runner "beam" without Apache Beam);
     nothing is left behind on error.
     """
-    from preprocess.tokenizer import AlbertTokenizer
 
     patterns = [input_patterns] if isinstance(input_patterns, str) else list(input_patterns)
     model = os.fspath(sp_model_path)
@@ -291,22 +290,48 @@ def create_pretraining_data(
         return beam.run_beam(
             patterns, settings, output_dir, overwrite, num_workers, list(pipeline_args or [])
         )
+    return _run_local(
+        patterns,
+        sp_model_path,
+        settings,
+        output_dir,
+        overwrite,
+        num_workers,
+        shuffle_buffer,
+        progress,
+    )
+
+
+def _run_local(
+    patterns: list[str],
+    sp_model_path: str | os.PathLike,
+    settings: Settings,
+    output_dir: str | os.PathLike,
+    overwrite: bool,
+    num_workers: int,
+    shuffle_buffer: int,
+    progress: bool,
+) -> dict[str, Any]:
+    """`create_pretraining_data` with the local runner: this process and `num_workers` workers
+    write the shards and metadata.json of `settings` into `output_dir`; returns the statistics."""
+    from preprocess.tokenizer import AlbertTokenizer
+
     check_output_path(output_dir, overwrite)
-    tokenizer = AlbertTokenizer(sp_model_path, do_lower_case)
+    tokenizer = AlbertTokenizer(sp_model_path, settings.do_lower_case)
     files = resolve_inputs(patterns)
     total_bytes = sum(input_size(f) for f in files)
 
     start = time.perf_counter()
-    totals = Counters(ngram_counts=[0] * (ngram + 1))
+    totals = Counters(ngram_counts=[0] * (settings.ngram + 1))
     with atomic_dir(output_dir, overwrite=overwrite) as tmp:
         with contextlib.ExitStack() as files_open:
             shards = [
                 _ShuffledShard(
-                    files_open.enter_context(open(tmp / shard_name(i, num_shards), "wb")),
-                    -(-shuffle_buffer // num_shards),
-                    f"{seed}/shard/{i}",
+                    files_open.enter_context(open(tmp / shard_name(i, settings.num_shards), "wb")),
+                    -(-shuffle_buffer // settings.num_shards),
+                    f"{settings.seed}/shard/{i}",
                 )
-                for i in range(num_shards)
+                for i in range(settings.num_shards)
             ]
             _fill(shards, files, total_bytes, num_workers, settings, totals, progress)
         check_totals(totals, files)

@@ -23,10 +23,13 @@ REGISTRY = {
 }
 
 # The task classes, importable from here too (each imports its module on first use).
-_LAZY = {path.split(":")[1]: f"{__name__}.{path.split(':')[0]}" for path in REGISTRY.values()}
+_CLASSES, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {f".{path.split(':')[0]}": path.split(":")[1] for path in REGISTRY.values()},
+    globals(),
+)
 
-__all__ = ["REGISTRY", "TASK_NAMES", "Task", "TaskData", "get_task", *_LAZY]
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+__all__ = ["REGISTRY", "TASK_NAMES", "Task", "TaskData", "get_task", *_CLASSES]
 
 
 def get_task(settings: FinetuneSettings) -> Task:

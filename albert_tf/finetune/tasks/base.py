@@ -19,8 +19,6 @@ import numpy as np
 from albert_tf.errors import DataError
 from albert_tf.finetune.settings import FinetuneSettings
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-
 
 @dataclass
 class TaskData:
@@ -36,12 +34,6 @@ class TaskData:
 
     def __len__(self) -> int:
         return len(self.examples)
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis (float64 inputs stay float64)."""
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
 class Task:

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from albert_tf.finetune import data, features, metrics, windows
-from albert_tf.finetune.tasks.base import Task, TaskData, softmax
+from albert_tf.finetune.metrics import softmax
+from albert_tf.finetune.tasks.base import Task, TaskData
 
 
 class Classify(Task):

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from albert_tf.finetune import data, metrics, squad
-from albert_tf.finetune.tasks.base import INPUT_NAMES, Task, TaskData
+from albert_tf.finetune.features import INPUT_NAMES
+from albert_tf.finetune.tasks.base import Task, TaskData
 
 
 class Squad(Task):

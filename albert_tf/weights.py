@@ -1,4 +1,5 @@
-"""What both converters share: target variables by name, checked assignment, writing the dir."""
+"""What every converter shares: a fresh model whose variables carry the original scopes, its
+variables by name, and checked assignment from named arrays."""
 
 from __future__ import annotations
 
@@ -60,3 +61,9 @@ def assign_checked(
                 f"needs {list(variable.shape)} for {name}"
             )
         variable.assign(array.astype(variable.dtype.as_numpy_dtype))
+
+
+def whole_block_groups(config: AlbertConfig) -> int:
+    """The groups of `config` in a layout that shares whole blocks or nothing (transformers,
+    keras-hub): ours, or one per layer when nothing is shared."""
+    return config.num_hidden_layers if config.shared_params == "none" else config.num_hidden_groups
