@@ -10,7 +10,6 @@ would score: judge it on data that chose nothing (a test split).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -19,9 +18,12 @@ from collections.abc import Callable
 import numpy as np
 
 from albert_tf.errors import ConfigError
-from albert_tf.finetune.predict import METADATA_FILE, FinetunedModel
+from albert_tf.finetune.directory import write_metadata
+from albert_tf.finetune.predict import FinetunedModel
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.io_utils import atomic_dir
+
+Log = Callable[[str], None]
 
 SEEDS_DIR = ".seeds"  # inside the output's temporary directory, removed at the end
 
@@ -33,13 +35,15 @@ def _better(value: float | None, best: float | None) -> bool:
 
 
 def finetune_seeds(
-    settings: FinetuneSettings, log: Callable[[str], None] = print, progress: bool = True
+    settings: FinetuneSettings,
+    finetune: Callable[[FinetuneSettings, Log, bool], FinetunedModel],
+    log: Log = print,
+    progress: bool = True,
 ) -> FinetunedModel:
-    """Runs `settings.seeds` fine-tunings with seeds `settings.seed`, +1, ...; writes the one
-    best on --eval to `settings.output_dir`, its finetune.json holding every run's figure under
-    "seeds". ConfigError without --eval (nothing would choose)."""
-    from albert_tf.finetune.trainer import finetune
-
+    """Runs `settings.seeds` fine-tunings with seeds `settings.seed`, +1, ..., each by
+    `finetune(settings, log, progress)` (one run of `trainer.finetune`); writes the one best on
+    --eval to `settings.output_dir`, its finetune.json holding every run's figure under "seeds".
+    ConfigError without --eval (nothing would choose)."""
     if settings.eval_path is None:
         raise ConfigError("--seeds needs --eval: the model kept is the run best on it")
     runs, kept = [], None
@@ -65,9 +69,7 @@ def finetune_seeds(
             "kept_seed": result.settings.seed,
         }
         result.metadata["seeds"] = record
-        (directory / METADATA_FILE).write_text(
-            json.dumps(result.metadata, indent=2) + "\n", encoding="utf-8"
-        )
+        write_metadata(directory, result.metadata)
         for child in directory.iterdir():
             os.replace(child, tmp / child.name)
         shutil.rmtree(tmp / SEEDS_DIR)

@@ -32,6 +32,7 @@ from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
 from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
+from albert_tf.finetune.seeds import finetune_seeds
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.sources import Source, load_source
 from albert_tf.finetune.tasks import Task, TaskData, get_task
@@ -245,9 +246,14 @@ def finetune(
         if path is not None and not os.path.exists(path):
             raise DataError(f"{flag} {path} does not exist")
     if settings.seeds > 1:
-        from albert_tf.finetune.seeds import finetune_seeds
+        return finetune_seeds(settings, _finetune_once, log, progress)
+    return _finetune_once(settings, log, progress)
 
-        return finetune_seeds(settings, log, progress)
+
+def _finetune_once(
+    settings: FinetuneSettings, log: Callable[[str], None], progress: bool
+) -> FinetunedModel:
+    """One run of `finetune` (one seed)."""
     started = time.monotonic()
     task = get_task(settings)
     dtype = resolve_dtype(settings.dtype)
