@@ -3,6 +3,12 @@
 Each command module defines `HELP` (one line), `add_arguments(parser)` and `run(args)`. Modules
 import TensorFlow inside `run`, so `--help` stays fast. A user mistake surfaces as an
 `AlbertError`: one line on stderr and exit code 2.
+
+One name per concept across the commands (docs/reference/cli.md, "Names"): `--init` is where
+training starts (finetune, pretrain), `--checkpoint` a model a command reads (evaluate, export,
+predict), `--max-seq-length` the length token sequences are cut or padded to, `--train-steps` a
+count of training steps, `--output` what a command writes. `DEPRECATED` keeps the old names
+working: hidden from help, and one line on stderr when used.
 """
 
 from __future__ import annotations
@@ -31,6 +37,17 @@ COMMANDS = (
 )
 
 
+# Old option names, per command, and the name that replaced them.
+DEPRECATED = {
+    "quickstart": {"--out": "--output"},
+    "pretrain": {"--init-checkpoint": "--init"},
+    "check": {"--seq-length": "--max-seq-length"},
+    "finetune": {"--max-steps": "--train-steps"},
+    "predict": {"--model": "--checkpoint"},
+    "export": {"--seq-length": "--max-seq-length"},
+}
+
+
 def _module_name(command: str) -> str:
     return "albert_tf.commands." + command.replace("-", "_")
 
@@ -51,15 +68,74 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def visible_options(action: argparse.Action) -> list[str]:
+    """An option's names less its deprecated aliases (what help and the reference show)."""
+    hidden = {old for names in DEPRECATED.values() for old in names}
+    return [o for o in action.option_strings if o not in hidden]
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help without deprecated aliases, and with every default that is not already stated."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings:
+            return super()._format_action_invocation(action)
+        shown = argparse.Action(visible_options(action), action.dest, nargs=action.nargs)
+        shown.metavar, shown.choices = action.metavar, action.choices
+        return super()._format_action_invocation(shown)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        stated = "default" in text or action.required or action.nargs == 0
+        if stated or action.default in (None, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _deprecate(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Makes `new` the name of the option now called `old`, which stays as a hidden alias."""
+    action = parser._option_string_actions[old]
+    if new not in action.option_strings:
+        if action.metavar is None and action.nargs != 0 and not action.choices:
+            action.metavar = new.lstrip("-").upper().replace("-", "_")
+        action.option_strings = [new, *(o for o in action.option_strings if o != old), old]
+        parser._option_string_actions[new] = action
+    else:
+        action.option_strings = [*(o for o in action.option_strings if o != old), old]
+
+
+def deprecation_notes(argv: list[str]) -> list[str]:
+    """One line per deprecated option name in `argv` (the command's arguments after its name)."""
+    if not argv or argv[0] not in DEPRECATED:
+        return []
+    command, renamed, notes = argv[0], DEPRECATED[argv[0]], []
+    for word in argv[1:]:
+        if word == "--":
+            break
+        name = word.partition("=")[0]
+        if name in renamed:
+            notes.append(f"albert-tf {command}: {name} is deprecated, use {renamed[name]}")
+    return notes
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from albert_tf import __version__
+
     parser = _Parser(
         prog="albert-tf", description="ALBERT for TensorFlow 2 and Keras, with TF-Hub export."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in available_commands():
         module = _module(command)
-        sub = subparsers.add_parser(command, help=module.HELP, description=module.HELP)
+        sub = subparsers.add_parser(
+            command, help=module.HELP, description=module.HELP, formatter_class=_HelpFormatter
+        )
         module.add_arguments(sub)
+        for old, new in DEPRECATED.get(command, {}).items():
+            _deprecate(sub, old, new)
+        if "--quiet" not in sub._option_string_actions:
+            sub.add_argument("--quiet", action="store_true", help="no progress bars")
         sub.add_argument(
             "--verbose",
             action="store_true",
@@ -74,7 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     from albert_tf import startup_noise
     from albert_tf.environment import use_onednn_choice
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    for note in deprecation_notes(argv):
+        print(note, file=sys.stderr)
+    if args.quiet and "tqdm" not in sys.modules:
+        os.environ["TQDM_DISABLE"] = "1"  # tqdm reads it on import: every bar of this process
     filtered = startup_noise.wanted(args.verbose)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if args.verbose else "2")
     use_onednn_choice()  # before any command imports TensorFlow

@@ -8,9 +8,11 @@ never touch them.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import queue
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -40,11 +42,87 @@ def require_onnxruntime() -> None:
         raise InstallError(f"ONNX Runtime is not installed: {ONNX_INSTALL}")
 
 
+# Why TensorFlow and onnxruntime-extensions clash (issue 45): both libraries carry their own,
+# different protobuf (and abseil), with the symbols exported. TensorFlow loads its framework
+# library with RTLD_GLOBAL (tensorflow/python/pywrap_dlopen_global_flags.py), so a library
+# loaded after it binds its protobuf calls to TensorFlow's copy: the SentencePiece operator's
+# `MessageLite::ParseFromArray` then runs TensorFlow's protobuf on the extensions' message
+# classes and dies in `ThreadSafeArena::AllocateAlignedFallback` (SIGSEGV at session creation,
+# exit 139). Loaded before TensorFlow, or after it with RTLD_DEEPBIND (its own symbols first),
+# the extensions' library keeps its own protobuf.
+_TENSORFLOW_LIBRARY = "libtensorflow_framework.so"
+_EXTENSIONS_MODULE = "onnxruntime_extensions"
+_DEEPBOUND = False  # whether this module loaded the extensions with RTLD_DEEPBIND
+
+
+def _load_order() -> list[str]:
+    """The file names of the shared objects in this process, in the order they were loaded
+    (glibc's link map); empty where `dl_iterate_phdr` is not available."""
+
+    class Info(ctypes.Structure):
+        _fields_ = [("addr", ctypes.c_void_p), ("name", ctypes.c_char_p)]
+
+    visit_type = ctypes.CFUNCTYPE(
+        ctypes.c_int, ctypes.POINTER(Info), ctypes.c_size_t, ctypes.c_void_p
+    )
+    names = []
+
+    def visit(info, size, data):
+        names.append(os.path.basename((info.contents.name or b"").decode(errors="replace")))
+        return 0
+
+    try:
+        ctypes.CDLL(None).dl_iterate_phdr(visit_type(visit), None)
+    except (AttributeError, OSError):
+        return []
+    return names
+
+
+def _loaded_before(first: str, second: str, order: list[str]) -> bool:
+    """Whether a library whose name starts with `first` was loaded before one with `second`."""
+    index = {}
+    for i, name in enumerate(order):
+        for prefix in (first, second):
+            if name.startswith(prefix):
+                index.setdefault(prefix, i)
+    return first in index and second in index and index[first] < index[second]
+
+
+def onnxruntime_extensions_library() -> str:
+    """The path of onnxruntime-extensions' operator library, for
+    `SessionOptions.register_custom_ops_library`, loaded so that its SentencePiece operator works
+    in a process that also runs TensorFlow: after TensorFlow, it is imported with RTLD_DEEPBIND
+    (see above). InstallError, instead of a crash at session creation, when something else
+    imported onnxruntime_extensions after TensorFlow."""
+    global _DEEPBOUND
+    tensorflow_loaded = any(name.startswith(_TENSORFLOW_LIBRARY) for name in _load_order())
+    if _EXTENSIONS_MODULE not in sys.modules and tensorflow_loaded and hasattr(os, "RTLD_DEEPBIND"):
+        flags = sys.getdlopenflags()
+        sys.setdlopenflags(flags | os.RTLD_DEEPBIND)
+        try:
+            importlib.import_module(_EXTENSIONS_MODULE)
+        finally:
+            sys.setdlopenflags(flags)
+        _DEEPBOUND = True
+    extensions = importlib.import_module(_EXTENSIONS_MODULE)
+    library = extensions.get_library_path()
+    if not _DEEPBOUND and _loaded_before(
+        _TENSORFLOW_LIBRARY, os.path.basename(library).split(".")[0], _load_order()
+    ):
+        raise InstallError(
+            "this process imported onnxruntime_extensions after tensorflow, which crashes its "
+            "SentencePiece operator (the two carry different protobufs): import "
+            "onnxruntime_extensions before tensorflow, or leave its import to "
+            "albert_tf.runtimes.onnxruntime_extensions_library()"
+        )
+    return library
+
+
 def onnx_session(model: Any, threads: int | None = None, custom_ops: bool = False) -> Any:
     """An `onnxruntime.InferenceSession` on the CPU of `model` (a path or an `onnx.ModelProto`)
     with every graph optimization on, `threads` intra-op threads (None: ORT's default, one per
     core) and one inter-op thread. `custom_ops` registers onnxruntime-extensions' operators
-    (the raw-string models' tokenizer needs them)."""
+    (the raw-string models' tokenizer needs them; `onnxruntime_extensions_library`)."""
     require_onnxruntime()
     import onnxruntime as ort
 
@@ -54,9 +132,7 @@ def onnx_session(model: Any, threads: int | None = None, custom_ops: bool = Fals
         options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     if custom_ops:
-        from onnxruntime_extensions import get_library_path
-
-        options.register_custom_ops_library(get_library_path())
+        options.register_custom_ops_library(onnxruntime_extensions_library())
     source = str(model) if isinstance(model, str | os.PathLike) else model.SerializeToString()
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 

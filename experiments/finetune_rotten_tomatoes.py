@@ -15,7 +15,7 @@ pretraining on 2 cores; experiments/README.md has the figures):
       --eval-every 2000 --save-every 2000 --minutes 55
   cd data/pretrain_english-wordnet
   albert-tf pretrain --data 'records_train/*.tfrecord' --eval-data 'records_heldout/*.tfrecord' \
-      --max-eval-examples 2048 --config run/albert_config.json --init-checkpoint run \
+      --max-eval-examples 2048 --config run/albert_config.json --init run \
       --output run_cont2 --train-steps 22000 --batch-size 32 --learning-rate 0.002 \
       --warmup-steps 500 --save-every 2000 --eval-every 4000 --seed 4
   cd ../..
@@ -26,7 +26,7 @@ pretraining on 2 cores; experiments/README.md has the figures):
   albert-tf pretrain --data 'data/rt_task/records/*.tfrecord' \
       --config data/pretrain_english-wordnet/run_cont2/albert_config.json \
       --sp-model data/pretrain_english-wordnet/spm.model \
-      --init-checkpoint data/pretrain_english-wordnet/run_cont2 --output data/rt_task/run \
+      --init data/pretrain_english-wordnet/run_cont2 --output data/rt_task/run \
       --train-steps 4000 --batch-size 32 --learning-rate 0.002 --warmup-steps 300 --seed 3
   for setting in "3e-4 3" "1e-3 3" "1e-3 5"; do  # learning rate, epochs
     set -- $setting

@@ -90,7 +90,7 @@ def prepare() -> None:
     for name, checkpoint in checkpoints.items():
         _cli(
             "export", "--checkpoint", str(checkpoint), "--output", str(OUT / f"{name}_export"),
-            "--keras-hub", "--seq-length", "32", "--overwrite",
+            "--keras-hub", "--max-seq-length", "32", "--overwrite",
         )  # fmt: skip
         model = load_checkpoint_dir(checkpoint)
         inputs = probe_inputs(model.config.vocab_size, 16)

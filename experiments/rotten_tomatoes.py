@@ -154,7 +154,7 @@ def finetune_and_score(
             learning_rate=learning_rate,
             seed=seed,
             dtype=dtype,
-            max_steps=max_steps,
+            train_steps=max_steps,
             eval_path=str(paths["dev"]),
             config=str(config) if config else None,
             sp_model=str(sp_model),

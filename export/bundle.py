@@ -67,7 +67,7 @@ def _check_arguments(
         if checkpoint_dir is None:
             raise ExportError(f"{writer.title} export needs a checkpoint directory")
     if seq_length < 1:
-        raise ExportError(f"--seq-length must be positive, got {seq_length}")
+        raise ExportError(f"--max-seq-length must be positive, got {seq_length}")
     if sp_model is not None and not Path(sp_model).is_file():
         raise ExportError(f"SentencePiece model {sp_model} does not exist")
     config = None
@@ -90,7 +90,7 @@ def _check_arguments(
     if config is not None and users and seq_length > config.max_position_embeddings:
         raise ExportError(
             f"seq_length {seq_length} (of {' and '.join(users)}) exceeds the model's "
-            f"max_position_embeddings {config.max_position_embeddings}; lower --seq-length"
+            f"max_position_embeddings {config.max_position_embeddings}; lower --max-seq-length"
         )
     return ExportSource(config, None, tokenizer, seq_length, do_lower_case)
 

@@ -147,7 +147,7 @@ class AlbertTokenizer:
         return [self.sp_model.piece_to_id(p) for p in self._surface_pieces(text)]
 
     def tokenize(self, text: str | bytes) -> list[str]:
-        """Vocabulary pieces of `text`; text outside the vocabulary appears as "<unk>", so
+        """Vocabulary pieces of `text`; text outside the vocabulary appears as `"<unk>"`, so
         `tokenize(t) == convert_ids_to_tokens(encode(t))`."""
         return self.convert_ids_to_tokens(self.encode(text))
 

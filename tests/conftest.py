@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-# The raw-string ONNX models need onnxruntime-extensions loaded before TensorFlow (see
-# export/onnx/__init__.py); conftest runs before any test module imports TensorFlow.
+# onnxruntime-extensions loaded before TensorFlow, as most scripts do it (the other order goes
+# through albert_tf.runtimes.onnxruntime_extensions_library; tests/test_onnx_export.py checks
+# it in a process of its own); conftest runs before any test module imports TensorFlow.
 with contextlib.suppress(ImportError):
     import onnxruntime_extensions  # noqa: F401
 

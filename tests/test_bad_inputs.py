@@ -195,7 +195,7 @@ def finetune(s: Sources, tmp: Path, **flags) -> list[str]:
 
 
 def predict(s: Sources, tmp: Path, **flags) -> list[str]:
-    return _argv("predict", {"--model": s.checkpoint, "--input": s.tsv, **flags})
+    return _argv("predict", {"--checkpoint": s.checkpoint, "--input": s.tsv, **flags})
 
 
 def convert_tf1(s: Sources, tmp: Path, **flags) -> list[str]:
@@ -251,7 +251,13 @@ def benchmark(s: Sources, tmp: Path, **flags) -> list[str]:
 
 
 def check(s: Sources, tmp: Path, **flags) -> list[str]:
-    values = {"--config": s.config, "--batch-size": 2, "--seq-length": 16, "--loops": 1, **flags}
+    values = {
+        "--config": s.config,
+        "--batch-size": 2,
+        "--max-seq-length": 16,
+        "--loops": 1,
+        **flags,
+    }
     return _argv("check", values)
 
 
@@ -425,10 +431,10 @@ case("pretrain-sp-model-binary", "{tmp}/binary.model")(
     lambda s, t: pretrain(s, t, **{"--sp-model": binary(t / "binary.model")})
 )
 case("pretrain-init-checkpoint-missing", "{tmp}/nope")(
-    lambda s, t: pretrain(s, t, **{"--init-checkpoint": missing(t / "nope")})
+    lambda s, t: pretrain(s, t, **{"--init": missing(t / "nope")})
 )
 case("pretrain-init-checkpoint-corrupted", "{tmp}/ckpt_dir/" + CKPT_DATA)(
-    lambda s, t: pretrain(s, t, **{"--init-checkpoint": damaged_checkpoint(s, t).parent})
+    lambda s, t: pretrain(s, t, **{"--init": damaged_checkpoint(s, t).parent})
 )
 case("pretrain-output-is-a-file", "{tmp}/run")(
     lambda s, t: pretrain(s, t, **{"--output": text(t / "run", "x")})
@@ -503,9 +509,11 @@ case("finetune-output-exists", "{tmp}/out")(
 
 # predict
 case("predict-model-missing", "{tmp}/nope")(
-    lambda s, t: predict(s, t, **{"--model": missing(t / "nope")})
+    lambda s, t: predict(s, t, **{"--checkpoint": missing(t / "nope")})
 )
-case("predict-model-is-a-file", "{src}/train.tsv")(lambda s, t: predict(s, t, **{"--model": s.tsv}))
+case("predict-model-is-a-file", "{src}/train.tsv")(
+    lambda s, t: predict(s, t, **{"--checkpoint": s.tsv})
+)
 case("predict-model-is-not-fine-tuned", "{src}/checkpoint")(lambda s, t: predict(s, t))
 case("predict-input-missing", "{tmp}/nope.tsv")(
     lambda s, t: predict(s, t, **{"--input": missing(t / "nope.tsv")})
@@ -548,13 +556,15 @@ case("export-checkpoint-is-a-file", "{src}/corpus.txt")(
 )
 case("export-checkpoint-corrupted", "{tmp}/ckpt_dir/" + CKPT_DATA)(
     lambda s, t: export(
-        s, t, **{"--checkpoint": damaged_checkpoint(s, t).parent, "--seq-length": 16}
+        s, t, **{"--checkpoint": damaged_checkpoint(s, t).parent, "--max-seq-length": 16}
     )
 )
 case("export-sp-model-binary", "{tmp}/binary.model")(
     lambda s, t: export(s, t, **{"--sp-model": binary(t / "binary.model")})
 )
-case("export-seq-length-zero", "--seq-length")(lambda s, t: export(s, t, **{"--seq-length": 0}))
+case("export-seq-length-zero", "--max-seq-length")(
+    lambda s, t: export(s, t, **{"--max-seq-length": 0})
+)
 case("export-from-hub-missing", "{tmp}/nope")(
     lambda s, t: export(s, t, **{"--checkpoint": ..., "--from-hub": missing(t / "nope")})
 )

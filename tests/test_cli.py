@@ -17,3 +17,79 @@ def test_every_command_has_help():
         )
         assert result.returncode == 0, result.stderr
         assert "usage: albert-tf " + command in result.stdout
+
+
+def _subparsers():
+    import argparse
+
+    from albert_tf.cli import build_parser
+
+    parser = build_parser()
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+# Names of one concept; the parsers may show one of each set (the others only as deprecated
+# aliases). `--init` (where training starts) and `--checkpoint` (a model read) are two concepts.
+SYNONYMS = (
+    {"--init", "--init-checkpoint"},
+    {"--checkpoint", "--model"},
+    {"--max-seq-length", "--seq-length"},
+    {"--train-steps", "--max-steps"},
+    {"--output", "--out"},
+    {"--quiet", "--no-progress"},
+)
+
+
+def test_every_option_has_help_and_one_name_per_concept():
+    from albert_tf.cli import DEPRECATED, visible_options
+
+    shown = set()
+    for command, sub in _subparsers().items():
+        for action in sub._actions:
+            assert action.help, f"albert-tf {command}: {action.option_strings} has no help"
+            names = visible_options(action)
+            assert len(names) <= 1 or names == ["-h", "--help"], (
+                f"albert-tf {command}: {names} are one option"
+            )
+            shown.update(names)
+            hidden = set(action.option_strings) - set(names)
+            assert hidden <= set(DEPRECATED.get(command, {})), (command, hidden)
+        assert "--quiet" in sub._option_string_actions, command
+    for names in SYNONYMS:
+        assert len(names & shown) <= 1, f"one concept, several names: {sorted(names & shown)}"
+
+
+def test_help_shows_defaults_and_hides_deprecated_names():
+    text = _subparsers()["finetune"].format_help()
+    assert "(default: 32)" in text  # --batch-size
+    assert "--max-steps" not in text and "--train-steps" in text
+    assert "(default: None)" not in text and "(default: False)" not in text
+
+
+def test_a_deprecated_name_works_and_says_so(capsys):
+    from albert_tf.cli import build_parser, deprecation_notes
+
+    argv = ["predict", "--model", "m", "--input", "x.tsv"]
+    assert build_parser().parse_args(argv).checkpoint == "m"
+    assert deprecation_notes(argv) == ["albert-tf predict: --model is deprecated, use --checkpoint"]
+    assert deprecation_notes(["export", "--seq-length=16"]) == [
+        "albert-tf export: --seq-length is deprecated, use --max-seq-length"
+    ]
+
+
+def test_version():
+    from albert_tf import __version__
+
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.cli", "--version"], capture_output=True, text=True
+    )
+    assert result.returncode == 0 and result.stdout.strip() == f"albert-tf {__version__}"
+
+
+def test_export_finetuned_refuses_to_replace_its_folders(tmp_path, capsys):
+    from albert_tf.cli import main
+
+    (tmp_path / "hf").mkdir()
+    assert main(["export", "--finetuned", str(tmp_path), "--hf"]) == 2
+    err = capsys.readouterr().err
+    assert f"output {tmp_path / 'hf'} already exists (pass --overwrite" in err

@@ -279,6 +279,13 @@ def test_cli_reference_is_generated_from_the_parsers():
     )
 
 
+def test_fine_tuning_tables_are_generated_from_the_code():
+    committed = (DOCS / "guides" / "fine-tuning.md").read_text()
+    assert committed == _script("finetune_tables").render(committed), (
+        "docs/guides/fine-tuning.md is stale: run python docs/scripts/finetune_tables.py"
+    )
+
+
 def test_charts_are_drawn_from_the_results(tmp_path):
     assert _script("make_charts").main(["--output", str(tmp_path)]) == 0
     drawn = sorted(p.name for p in tmp_path.glob("*.png"))

@@ -25,7 +25,7 @@ def test_check_names_the_fix(no_pkg_resources):
 
 
 def test_quickstart_stops_before_writing(no_pkg_resources, capsys, tmp_path):
-    assert cli.main(["quickstart", "--out", str(tmp_path / "qs")]) == 2
+    assert cli.main(["quickstart", "--output", str(tmp_path / "qs")]) == 2
     line = one_error_line(capsys.readouterr().err, "quickstart")
     assert "error: tensorflow_hub cannot be imported: setuptools" in line
     assert list(tmp_path.iterdir()) == []

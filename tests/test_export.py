@@ -139,7 +139,14 @@ def test_preprocess_only_export_and_overwrite(tmp_path, fixtures_dir, capsys):
     assert "already exists" in _error_line(err)
     assert (output / "keep.txt").read_text() == "old"
     code, out, err = _run(
-        capsys, "--sp-model", sp_model, "--output", str(output), "--seq-length", "24", "--overwrite"
+        capsys,
+        "--sp-model",
+        sp_model,
+        "--output",
+        str(output),
+        "--max-seq-length",
+        "24",
+        "--overwrite",
     )
     assert code == 0, err
     assert sorted(p.name for p in output.iterdir()) == ["preprocess"]
@@ -184,7 +191,7 @@ def test_unwritable_output(groups, tmp_path, capsys):
     argv = [
         "--checkpoint",
         str(groups["checkpoint"]),
-        "--seq-length",
+        "--max-seq-length",
         "16",
         "--output",
         str(output),
@@ -200,7 +207,7 @@ def test_argument_errors(groups, tmp_path, capsys):
     cases = [
         ((), "nothing to export"),
         (("--checkpoint", str(groups["checkpoint"]), "--tflite"), "(of TFLite) exceeds"),
-        (("--sp-model", str(tmp_path), "--seq-length", "0"), "must be positive"),
+        (("--sp-model", str(tmp_path), "--max-seq-length", "0"), "must be positive"),
         (("--sp-model", str(tmp_path / "missing.model")), "does not exist"),
         (("--from-hub", str(groups["bundle"].encoder), "--tflite"), "cannot be combined"),
     ]

@@ -66,7 +66,7 @@ def test_predict_and_serving_equal_in_memory(classify_run):
         cli.main(
             [
                 "predict",
-                "--model",
+                "--checkpoint",
                 str(root / "model"),
                 "--input",
                 str(root / "dev.tsv"),
@@ -85,6 +85,26 @@ def test_predict_and_serving_equal_in_memory(classify_run):
     got = serving(text=tf.constant(texts), text_pair=tf.constant(pairs))
     np.testing.assert_allclose(got["logits"].numpy(), expected_outputs["logits"], atol=1e-5)
     assert [x.decode() for x in got["label"].numpy()] == [r["label"] for r in expected]
+
+
+def test_predict_carries_ids_and_reads_a_headerless_file(classify_run, capsys):
+    root, _ = classify_run
+    rows = (root / "dev.tsv").read_text().splitlines()[1:]  # index, sentence1, sentence2, label
+    headerless = root / "headerless.tsv"
+    headerless.write_text("".join(row.split("\t", 1)[1] + "\n" for row in rows))
+    out = root / "headerless.jsonl"
+    argv = ["predict", "--checkpoint", root / "model", "--input", headerless, "--output", out]
+    argv += ["--no-header", "--text-column", 0, "--text-pair-column", 1, "--label-column", 2]
+    assert cli.main([str(a) for a in argv]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"wrote {len(rows)} rows to {out}"
+    assert '"metrics"' in err[-2]  # the labels were read from column 2
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in records] == list(range(1, len(rows) + 1))  # line numbers
+    argv = ["predict", "--checkpoint", root / "model", "--input", root / "dev.tsv"]
+    assert cli.main([str(a) for a in argv]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in records] == [row.split("\t")[0] for row in rows]  # its index column
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -214,7 +234,7 @@ def test_a_nan_first_epoch_does_not_stay_best():
     assert not _is_better(0.1, 0.2) and _is_better(0.3, 0.2)
 
 
-def test_max_steps_0_evaluates_the_start_and_reads_the_training_file_once(
+def test_train_steps_0_evaluates_the_start_and_reads_the_training_file_once(
     tmp_path, fixtures_dir, monkeypatch, capsys
 ):
     from albert_tf.finetune import data
@@ -227,7 +247,7 @@ def test_max_steps_0_evaluates_the_start_and_reads_the_training_file_once(
         data, "read_text_file", lambda path, **kw: reads.append(path) or read_text_file(path, **kw)
     )
     argv = ["--task", "classify", "--train", tmp_path / "train.tsv", "--eval", tmp_path / "dev.tsv"]
-    argv += ["--init", "random", "--config", write_config(tmp_path), "--max-steps", 0]
+    argv += ["--init", "random", "--config", write_config(tmp_path), "--train-steps", 0]
     argv += ["--sp-model", fixtures_dir / "tokenizer" / "spm.model", "--max-seq-length", 16]
     argv += ["--output", tmp_path / "out", "--dtype", "float32", "--no-serving"]
     assert run_cli(*argv) == 0

@@ -59,6 +59,43 @@ def test_csv_and_jsonl_named_columns(tmp_path):
     ]
 
 
+def test_the_label_column_is_found_when_only_the_text_column_is_given(tmp_path):
+    named = tmp_path / "named.tsv"
+    named.write_text("review\tlabel\tid\ngreat\tpos\tr1\nmeh\tneg\tr2\n")
+    examples = data.read_text_file(named, text_column="review")
+    assert [(e.text_a, e.label, e.id) for e in examples] == [
+        ("great", "pos", "r1"),
+        ("meh", "neg", "r2"),
+    ]
+    headerless = tmp_path / "headerless.tsv"
+    headerless.write_text("great\tpos\nmeh\tneg\n")
+    examples = data.read_text_file(headerless, text_column="0", has_header=False)
+    assert [(e.text_a, e.label, e.id) for e in examples] == [
+        ("great", "pos", None),
+        ("meh", "neg", None),
+    ]
+    # Without labels required (predict), a headerless file's other column is not taken for one.
+    unlabelled = data.read_text_file(
+        headerless, text_column="0", has_header=False, require_labels=False
+    )
+    assert [e.label for e in unlabelled] == [None, None]
+    wide = tmp_path / "wide.tsv"
+    wide.write_text("a\tx\tpos\n")
+    with pytest.raises(DataError, match="which column is the label"):
+        data.read_text_file(wide, text_column="0", has_header=False)
+    jsonl = tmp_path / "named.jsonl"
+    jsonl.write_text(json.dumps({"review": "a", "label": "pos", "idx": 4}) + "\n")
+    (example,) = data.read_text_file(jsonl, text_column="review")
+    assert (example.text_a, example.label, example.id) == ("a", "pos", "4")
+
+
+def test_a_headerless_file_gets_the_no_header_hint(tmp_path):
+    headerless = tmp_path / "headerless.tsv"
+    headerless.write_text("a fine film\tpos\nawful\tneg\n")
+    with pytest.raises(DataError, match="--no-header --text-column INDEX"):
+        data.read_text_file(headerless)
+
+
 def test_malformed_rows_name_file_and_line(tmp_path):
     tsv = tmp_path / "bad.tsv"
     tsv.write_text("sentence1\tsentence2\tlabel\na\tb\t1\nonly-one-field\n")

@@ -115,7 +115,7 @@ def classifier(tmp_path_factory):
         "classify",
         eval_file=None,
         epochs=1,
-        max_steps=1,
+        train_steps=1,
         max_seq_length=16,
         export_serving=False,
         dtype="float32",

@@ -430,31 +430,46 @@ def test_without_the_extra_one_line_exit_2(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_tensorflow_first_is_an_error_not_a_crash():
-    """Loading onnxruntime-extensions after TensorFlow would crash its SentencePiece operator;
-    a session of a model with its operators says what to do instead."""
+def _after_tensorflow(fixtures_dir, extensions_import: str) -> subprocess.CompletedProcess:
+    """A process that imports TensorFlow, then `extensions_import`, then runs a SentencePiece
+    graph through `albert_tf.runtimes.onnx_session` (it crashed there with exit 139)."""
     code = (
         "import tensorflow\n"
-        "import export.onnx\n"
-        "from onnx import TensorProto, helper\n"
-        "from export.onnx.writer import session\n"
+        f"{extensions_import}\n"
+        "import numpy as np\n"
         "from albert_tf.errors import InstallError\n"
-        "node = helper.make_node('StringRegexReplace', ['x', 'p', 'r'], ['y'],\n"
-        "                        domain='ai.onnx.contrib')\n"
-        "info = [helper.make_tensor_value_info(n, TensorProto.STRING, [1]) for n in 'xpry']\n"
-        "graph = helper.make_graph([node], 'g', info[:3], info[3:])\n"
-        "model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17),\n"
-        "                                                helper.make_opsetid('ai.onnx.contrib', 1)])\n"
+        "from albert_tf.runtimes import onnx_session\n"
         "try:\n"
-        "    session(model)\n"
+        "    from export.onnx.text import preprocess_graph\n"
+        f"    graph = preprocess_graph({str(fixtures_dir / 'tokenizer' / 'spm.model')!r}, 16)\n"
+        "    sess = onnx_session(graph, custom_ops=True)\n"
         "except InstallError as e:\n"
         "    print(e)\n"
+        "else:\n"
+        "    ids = sess.run(['input_word_ids'], {'text': np.array(['a witty film'], object)})\n"
+        "    print(ids[0][0].tolist())\n"
     )
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
     )
-    assert result.returncode == 0, result.stderr
-    assert "import onnxruntime_extensions first" in result.stdout
+
+
+def test_tensorflow_first_works(fixtures_dir):
+    """onnxruntime-extensions loaded by albert-tf after TensorFlow keeps its own protobuf
+    (RTLD_DEEPBIND): the SentencePiece operator gives the tokenizer's ids."""
+    from preprocess.tokenizer import AlbertTokenizer
+
+    result = _after_tensorflow(fixtures_dir, "")
+    assert result.returncode == 0, result.stderr[-2000:]
+    tokenizer = AlbertTokenizer(fixtures_dir / "tokenizer" / "spm.model")
+    ids = [tokenizer.cls_id, *tokenizer.encode("a witty film"), tokenizer.sep_id]
+    assert json.loads(result.stdout.strip().splitlines()[-1])[: len(ids)] == ids
+
+
+def test_extensions_imported_after_tensorflow_is_an_error_not_a_crash(fixtures_dir):
+    result = _after_tensorflow(fixtures_dir, "import onnxruntime_extensions")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "import onnxruntime_extensions before tensorflow" in result.stdout
 
 
 def test_guard_sizes_empty_outputs_from_input_dimensions_or_refuses():

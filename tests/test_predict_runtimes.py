@@ -41,7 +41,7 @@ def classifier(tmp_path_factory):
 
 def _predict(root, runtime: str, capsys) -> list[dict]:
     out = root / f"predictions-{runtime}.jsonl"
-    argv = ["predict", "--model", str(root / "model"), "--input", str(root / "dev.tsv")]
+    argv = ["predict", "--checkpoint", str(root / "model"), "--input", str(root / "dev.tsv")]
     assert cli.main([*argv, "--output", str(out), "--overwrite", "--runtime", runtime]) == 0
     capsys.readouterr()
     return [json.loads(line) for line in out.read_text().splitlines()]
@@ -91,7 +91,13 @@ def test_onnx_runtime_without_the_extra_is_one_line(classifier, monkeypatch, cap
         "find_spec",
         lambda name, *a: None if name == "onnxruntime" else real(name, *a),
     )
-    argv = ["predict", "--model", str(classifier / "model"), "--input", str(classifier / "dev.tsv")]
+    argv = [
+        "predict",
+        "--checkpoint",
+        str(classifier / "model"),
+        "--input",
+        str(classifier / "dev.tsv"),
+    ]
     assert cli.main([*argv, "--runtime", "onnx"]) == 2
     line = helpers.one_error_line(capsys.readouterr().err, "predict")
     assert 'pip install -e ".[onnx]"' in line
@@ -103,7 +109,7 @@ def test_onnx_runtime_on_a_file_without_examples_is_one_line(classifier, tmp_pat
     before the encoder's int8 export, which is never called with an empty batch."""
     empty = tmp_path / "empty.tsv"
     empty.write_text("index\tsentence1\tsentence2\tlabel\n")
-    argv = ["predict", "--model", str(classifier / "model"), "--input", str(empty)]
+    argv = ["predict", "--checkpoint", str(classifier / "model"), "--input", str(empty)]
     assert cli.main([*argv, "--runtime", "onnx"]) == 2
     err = capsys.readouterr().err
     # The file is refused before the encoder is exported: one line, nothing else.

@@ -170,7 +170,7 @@ def _bad_input_case(case, corpus, tmp_path, fixtures_dir):
         other = tmp_path / "other"
         other.mkdir()
         CONFIG.replace(hidden_size=32).to_json_file(other / "albert_config.json")
-        args += ["--init-checkpoint", str(other)]
+        args += ["--init", str(other)]
     return args
 
 

@@ -222,7 +222,7 @@ def test_minutes_stop_within_one_loop_of_the_budget(shards, tmp_path):
 
 def test_check_command_runs_every_stage(tmp_path, capsys):
     report = tmp_path / "check.json"
-    args = ["check", "--config", "tiny", "--batch-size", "4", "--seq-length", "32"]
+    args = ["check", "--config", "tiny", "--batch-size", "4", "--max-seq-length", "32"]
     args += ["--steps-per-loop", "2", "--loops", "1", "--dtype", "float32", "--json", str(report)]
     assert cli_main(args) == 0
     out = capsys.readouterr().out
@@ -235,7 +235,7 @@ def test_check_command_runs_every_stage(tmp_path, capsys):
 
 
 def test_check_command_names_the_failing_stage(capsys):
-    args = ["check", "--config", "tiny", "--batch-size", "4", "--seq-length", "32"]
+    args = ["check", "--config", "tiny", "--batch-size", "4", "--max-seq-length", "32"]
     assert cli_main([*args, "--strategy", "multi_worker"]) == 2  # no TF_CONFIG: bad input
     assert "TF_CONFIG" in capsys.readouterr().err
     assert cli_main([*args, "--grad-accum-steps", "3"]) == 2

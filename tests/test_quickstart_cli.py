@@ -21,7 +21,7 @@ def _run(capsys, *argv):
 
 @pytest.mark.parametrize("minutes", ["0", "-1", "nan", "inf"])
 def test_non_positive_minutes(capsys, tmp_path, minutes):
-    code, err = _run(capsys, "--out", str(tmp_path / "qs"), "--minutes", minutes)
+    code, err = _run(capsys, "--output", str(tmp_path / "qs"), "--minutes", minutes)
     assert code == 2
     assert len(err) == 1 and "--minutes must be a positive number" in err[0]
     assert not (tmp_path / "qs").exists()
@@ -29,7 +29,7 @@ def test_non_positive_minutes(capsys, tmp_path, minutes):
 
 def test_out_under_a_file(capsys, tmp_path):
     (tmp_path / "file").write_text("x")
-    code, err = _run(capsys, "--out", str(tmp_path / "file" / "qs"))
+    code, err = _run(capsys, "--output", str(tmp_path / "file" / "qs"))
     assert code == 2
     assert err == [
         f"albert-tf quickstart: error: cannot create {tmp_path}/file/qs: "
@@ -41,21 +41,21 @@ def test_out_under_a_file(capsys, tmp_path):
 def test_out_in_read_only_directory(capsys, tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    code, err = _run(capsys, "--out", str(locked / "qs"))
+    code, err = _run(capsys, "--output", str(locked / "qs"))
     assert code == 2 and len(err) == 1 and "is not writable" in err[0]
 
 
 def test_existing_out_needs_overwrite(capsys, tmp_path):
     (tmp_path / "qs").mkdir()
     (tmp_path / "qs" / "keep.txt").write_text("mine")
-    code, err = _run(capsys, "--out", str(tmp_path / "qs"))
+    code, err = _run(capsys, "--output", str(tmp_path / "qs"))
     assert code == 2 and len(err) == 1 and "already exists" in err[0]
     assert (tmp_path / "qs" / "keep.txt").read_text() == "mine"
 
 
 def test_out_under_a_file_is_refused(capsys, tmp_path):
     (tmp_path / "file").write_text("x")
-    code, err = _run(capsys, "--out", str(tmp_path / "file" / "qs"))
+    code, err = _run(capsys, "--output", str(tmp_path / "file" / "qs"))
     assert code == 2 and len(err) == 1 and "is not a directory" in err[0]
 
 
@@ -75,7 +75,16 @@ def test_bad_input_in_a_subprocess_fails_fast_without_tensorflow(tmp_path):
         "assert not any(m.startswith('tensorflow') for m in sys.modules); sys.exit(rc)"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code, "quickstart", "--out", str(tmp_path / "q"), "--minutes", "0"],
+        [
+            sys.executable,
+            "-c",
+            code,
+            "quickstart",
+            "--output",
+            str(tmp_path / "q"),
+            "--minutes",
+            "0",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -88,10 +97,13 @@ def test_bad_input_in_a_subprocess_fails_fast_without_tensorflow(tmp_path):
 
 
 def test_output_is_the_flag_and_out_its_alias(capsys, tmp_path):
-    for flag in ("--output", "--out"):
-        code, err = _run(capsys, flag, str(tmp_path / "qs"), "--minutes", "0")
-        assert code == 2 and len(err) == 1 and "--minutes" in err[0]
+    code, err = _run(capsys, "--output", str(tmp_path / "qs"), "--minutes", "0")
+    assert code == 2 and len(err) == 1 and "--minutes" in err[0]
+    code, err = _run(capsys, "--out", str(tmp_path / "qs"), "--minutes", "0")
+    assert code == 2 and len(err) == 2 and "--minutes" in err[1]
+    assert err[0] == "albert-tf quickstart: --out is deprecated, use --output"
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(SystemExit):
         main(["quickstart", "--help"])
-    assert "--output DIR, --out DIR" in capsys.readouterr().out
+    help_text = capsys.readouterr().out
+    assert "--output DIR" in help_text and "--out " not in help_text

@@ -117,13 +117,23 @@ def test_predict_cli_spans_and_official_scores(squad_run, capsys):
     out = root / "predictions.jsonl"
     assert (
         cli.main(
-            ["predict", "--model", str(root / "model"), "--input", str(dev), "--output", str(out)]
+            [
+                "predict",
+                "--checkpoint",
+                str(root / "model"),
+                "--input",
+                str(dev),
+                "--output",
+                str(out),
+            ]
         )
         == 0
     )
     err = capsys.readouterr().err
     assert f"{dev}: 1 answers not in context" in err
-    reported = json.loads(err.strip().splitlines()[-1])["metrics"]
+    *_, scores_line, wrote = err.strip().splitlines()
+    assert wrote == f"wrote {len(out.read_text().splitlines())} rows to {out}"
+    reported = json.loads(scores_line)["metrics"]
     records = [json.loads(line) for line in out.read_text().splitlines()]
     document = json.loads(dev.read_text())
     contexts = {

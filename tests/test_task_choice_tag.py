@@ -50,7 +50,7 @@ def test_multiple_choice_race(tmp_path, fixtures_dir):
     out = tmp_path / "pred.jsonl"
     argv = [
         "predict",
-        "--model",
+        "--checkpoint",
         tmp_path / "model",
         "--input",
         tmp_path / "RACE" / "dev",

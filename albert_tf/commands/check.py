@@ -21,19 +21,40 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default="base", help="preset or albert_config.json")
-    parser.add_argument("--strategy", default="default", choices=STRATEGY_CHOICES)
+    parser.add_argument(
+        "--strategy",
+        default="default",
+        choices=STRATEGY_CHOICES,
+        help="tf.distribute strategy to check (as pretrain's)",
+    )
     parser.add_argument("--tpu", help="TPU name or grpc:// address (with --strategy tpu)")
-    parser.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    parser.add_argument(
+        "--dtype", default="auto", choices=DTYPE_CHOICES, help="compute dtype (as pretrain's)"
+    )
     parser.add_argument("--batch-size", type=int, default=32, help="global batch size")
-    parser.add_argument("--seq-length", type=int, default=128)
-    parser.add_argument("--max-predictions-per-seq", type=int, default=20)
+    parser.add_argument(
+        "--max-seq-length",
+        "--seq-length",
+        dest="seq_length",
+        type=int,
+        default=128,
+        help="tokens per example of the synthetic batches",
+    )
+    parser.add_argument(
+        "--max-predictions-per-seq", type=int, default=20, help="masked tokens per example"
+    )
     parser.add_argument(
         "--steps-per-loop",
         type=int,
-        help="default " + ", ".join(f"{n} on {kind}" for kind, n in DEFAULT_STEPS_PER_LOOP.items()),
+        help="training steps per host loop (as pretrain's); default "
+        + ", ".join(f"{n} on {kind}" for kind, n in DEFAULT_STEPS_PER_LOOP.items()),
     )
-    parser.add_argument("--grad-accum-steps", type=int, default=1)
-    parser.add_argument("--jit-compile", default="auto", choices=JIT_CHOICES)
+    parser.add_argument(
+        "--grad-accum-steps", type=int, default=1, help="micro-batches per update (as pretrain's)"
+    )
+    parser.add_argument(
+        "--jit-compile", default="auto", choices=JIT_CHOICES, help="XLA (as pretrain's)"
+    )
     parser.add_argument("--loops", type=int, default=3, help="timed loops after the first")
     parser.add_argument(
         "--output", help="checkpoint directory for the save/restore stage (default: temporary)"
@@ -49,9 +70,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.loops <= 0:
         raise ConfigError("--loops must be positive")
-    for name in ("seq_length", "max_predictions_per_seq"):
-        if getattr(args, name) <= 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be positive")
+    for flag, value in (
+        ("--max-seq-length", args.seq_length),
+        ("--max-predictions-per-seq", args.max_predictions_per_seq),
+    ):
+        if value <= 0:
+            raise ConfigError(f"{flag} must be positive")
     if args.json:
         check_output_file(args.json, args.overwrite, "--json")
     if args.output and not is_remote(args.output):

@@ -23,13 +23,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sp-model", required=True, help="SentencePiece .model file")
     parser.add_argument("--output", required=True, help="output directory (created atomically)")
-    parser.add_argument("--max-seq-length", type=int, default=512)
-    parser.add_argument("--max-predictions-per-seq", type=int, default=20)
-    parser.add_argument("--masked-lm-prob", type=float, default=0.15)
+    parser.add_argument(
+        "--max-seq-length", type=int, default=512, help="tokens per example, [CLS] and [SEP]s in"
+    )
+    parser.add_argument(
+        "--max-predictions-per-seq", type=int, default=20, help="most masked tokens per example"
+    )
+    parser.add_argument(
+        "--masked-lm-prob", type=float, default=0.15, help="fraction of the tokens masked"
+    )
     parser.add_argument(
         "--dupe-factor", type=int, default=10, help="times each document is used (default 10)"
     )
-    parser.add_argument("--short-seq-prob", type=float, default=0.1)
+    parser.add_argument(
+        "--short-seq-prob",
+        type=float,
+        default=0.1,
+        help="probability of an example shorter than --max-seq-length (as in fine-tuning)",
+    )
     parser.add_argument("--ngram", type=int, default=3, help="longest masked n-gram (words)")
     parser.add_argument(
         "--sentence-task",
@@ -38,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sop: ALBERT's sentence order (default); nsp: BERT's next sentence (B is random "
         "text from another document half the time); none: one segment, masked LM only",
     )
-    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument(
+        "--seed", type=int, default=12345, help="seed of the masking, pairing and shuffling"
+    )
     parser.add_argument("--num-shards", type=int, default=1, help="output files (default 1)")
     parser.add_argument(
         "--workers",

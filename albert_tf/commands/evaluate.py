@@ -28,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json")
     parser.add_argument("--batch-size", type=int, default=32, help="evaluation batch (default 32)")
     parser.add_argument("--max-examples", type=int, help="evaluate the first N examples only")
-    parser.add_argument("--dtype", default="float32", choices=DTYPE_CHOICES)
+    parser.add_argument(
+        "--dtype", default="float32", choices=DTYPE_CHOICES, help="compute dtype of the model"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -74,7 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="instead: turn an exported encoder/ back into a checkpoint directory at --output",
     )
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --output (with --finetuned: DIR/onnx/, DIR/hf/, DIR/keras_hub/)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         # First: the missing extra is one line, and onnxruntime-extensions must load before
         # TensorFlow (see export.onnx).
         import export.onnx  # noqa: F401
+    from pathlib import Path
+
     from albert_tf.errors import ExportError
     from albert_tf.io_utils import check_output_path
 
@@ -92,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
                 "--finetuned DIR takes --onnx, --hf and/or --keras-hub and writes DIR/onnx/, "
                 "DIR/hf/, DIR/keras_hub/: no --output, --checkpoint, --from-hub or --tflite"
             )
+        # Every check before any folder is written.
+        for wanted, folder in ((args.onnx, "onnx"), (args.hf, "hf"), (args.keras_hub, "keras_hub")):
+            if wanted:
+                check_output_path(Path(args.finetuned) / folder, args.overwrite)
         from export.bundle import export_finetuned
 
         reports = export_finetuned(
@@ -100,8 +110,6 @@ def run(args: argparse.Namespace) -> int:
         if "onnx" in reports:
             _print_finetuned_onnx_report(args.finetuned, reports["onnx"])
         if "hf" in reports:
-            from pathlib import Path
-
             print(f"wrote {Path(args.finetuned) / 'hf'}: {reports['hf']['architecture']}")
             if reports["hf"]["note"]:
                 print(f"  {reports['hf']['note']}")

@@ -10,6 +10,7 @@ HELP = "Fine-tune ALBERT on classify, regress, squad, multiple-choice (RACE) or 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from albert_tf.dtypes import DTYPES
+    from albert_tf.finetune.defaults import help_text
     from albert_tf.finetune.settings import (
         OPTIMIZERS,
         QUOTINGS,
@@ -19,7 +20,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         cli_defaults,
     )
 
-    parser.add_argument("--task", required=True, choices=TASK_NAMES)
+    parser.epilog = help_text()
+    parser.add_argument(
+        "--task",
+        required=True,
+        choices=TASK_NAMES,
+        help="classify: a label per text (pair); regress: a number per text (pair); squad: "
+        "answer spans; multiple-choice: RACE; tag: a tag per word (CoNLL)",
+    )
     parser.add_argument(
         "--train",
         required=True,
@@ -40,21 +48,60 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sp-model", help="SentencePiece model (default: the one with --init)")
     parser.add_argument("--no-lower-case", action="store_true", help="the model is cased")
-    parser.add_argument("--epochs", type=int)
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--eval-batch-size", type=int)
-    parser.add_argument("--learning-rate", type=float)
-    parser.add_argument("--warmup-proportion", type=float)
-    parser.add_argument("--optimizer", choices=OPTIMIZERS)
-    parser.add_argument("--weight-decay", type=float)
-    parser.add_argument("--max-seq-length", type=int)
-    parser.add_argument("--max-steps", type=int, help="stop after this many training steps")
-    parser.add_argument("--seed", type=int)
+    parser.add_argument(
+        "--epochs", type=int, help="passes over --train (default: by model size, see below)"
+    )
+    parser.add_argument("--batch-size", type=int, help="training rows per step")
+    parser.add_argument("--eval-batch-size", type=int, help="texts per evaluation batch")
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        help="peak learning rate, reached after warmup and decayed linearly to 0 (default: by "
+        "model size, see below)",
+    )
+    parser.add_argument(
+        "--warmup-proportion",
+        type=float,
+        help="fraction of the training steps over which the learning rate rises from 0 "
+        "(default: by model size, see below)",
+    )
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, help="adamw (BERT's) or lamb")
+    parser.add_argument(
+        "--weight-decay", type=float, help="decoupled weight decay (not on biases, LayerNorm)"
+    )
+    parser.add_argument(
+        "--max-seq-length", type=int, help="tokens per text (pair) or window, [CLS] and [SEP]s in"
+    )
+    parser.add_argument(
+        "--train-steps",
+        "--max-steps",
+        dest="train_steps",
+        type=int,
+        help="train at most this many steps (default: --epochs over --train); 0 evaluates the "
+        "start",
+    )
+    parser.add_argument("--seed", type=int, help="seed of the head's weights and the shuffling")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        metavar="N",
+        help="run N times, with seeds --seed, --seed+1, ...: prints the mean and sd of the best "
+        "epochs' metric on --eval (the figure to report; one run is a draw) and keeps the run "
+        "best on --eval (the one to deploy; its own dev score is optimistic, so judge it on a "
+        "test split)",
+    )
     parser.add_argument("--dtype", choices=DTYPES, help="compute dtype (auto: the machine's best)")
     text = parser.add_argument_group("classify/regress columns (name or 0-based index)")
-    text.add_argument("--text-column")
-    text.add_argument("--text-pair-column")
-    text.add_argument("--label-column")
+    text.add_argument(
+        "--text-column",
+        help="the text (default: a recognised header name, see the fine-tuning guide)",
+    )
+    text.add_argument("--text-pair-column", help="the second text of a pair, if any")
+    text.add_argument(
+        "--label-column",
+        help="the label (default: a recognised header name; without a header, the one column "
+        "that is not text)",
+    )
     text.add_argument("--no-header", action="store_true", help="the TSV/CSV has no header row")
     text.add_argument(
         "--quoting",
@@ -95,11 +142,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: half the window)",
     )
     squad = parser.add_argument_group("squad")
-    squad.add_argument("--doc-stride", type=int)
-    squad.add_argument("--max-query-length", type=int)
-    squad.add_argument("--n-best-size", type=int)
-    squad.add_argument("--max-answer-length", type=int)
-    squad.add_argument("--null-score-diff-threshold", type=float)
+    squad.add_argument(
+        "--doc-stride", type=int, help="tokens between the starts of a context's windows"
+    )
+    squad.add_argument("--max-query-length", type=int, help="question tokens kept")
+    squad.add_argument("--n-best-size", type=int, help="start and end candidates per window")
+    squad.add_argument("--max-answer-length", type=int, help="longest answer in tokens")
+    squad.add_argument(
+        "--null-score-diff-threshold",
+        type=float,
+        help="v2.0: answer 'no answer' when its score beats the best span's by more than this",
+    )
     parser.add_argument("--no-serving", action="store_true", help="skip the serving SavedModel")
     parser.set_defaults(**cli_defaults())
 
@@ -116,5 +169,5 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM (a preempted VM) unwinds like Ctrl-C: the output, written in a temporary
     # directory renamed into place at the end, is then removed, not left half-written.
     with sigterm_interrupts():
-        finetune(settings, log=lambda line: print(line, file=sys.stderr))
+        finetune(settings, log=lambda line: print(line, file=sys.stderr), progress=not args.quiet)
     return 0

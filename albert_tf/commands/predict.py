@@ -8,18 +8,44 @@ HELP = "Predict with a fine-tuned model (from `albert-tf finetune`) on a task fi
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="directory written by `albert-tf finetune`")
+    from albert_tf.finetune.settings import QUOTINGS
+
+    parser.add_argument(
+        "--checkpoint",
+        "--model",
+        dest="checkpoint",
+        required=True,
+        metavar="DIR",
+        help="the fine-tuned model: a directory written by `albert-tf finetune`",
+    )
     parser.add_argument(
         "--input", required=True, help="file in the training format; labels optional"
     )
     parser.add_argument(
         "--output",
-        help="JSONL output, one record per example (default: stdout). Records: classify "
-        "{label, probabilities}; regress {prediction}; squad {id, answer, char_start, char_end, "
-        "null_score_diff}; multiple-choice {id, label, probabilities}; tag {words, tags}",
+        help="JSONL output, one record per example (default: stdout). Records start with id: the "
+        "input's id column (id, idx, index, guid, pairID; SQuAD and RACE ids), else its line "
+        "number. Then classify {label, probabilities}; regress {prediction}; squad {answer, "
+        "char_start, char_end, null_score_diff}; multiple-choice {label, probabilities}; tag "
+        "{words, tags}",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
-    parser.add_argument("--batch-size", type=int, default=64)
+    columns = parser.add_argument_group(
+        "classify/regress columns of --input, where they differ from the training file's "
+        "(name or 0-based index)"
+    )
+    columns.add_argument("--text-column", help="the text (default: as in training)")
+    columns.add_argument("--text-pair-column", help="the second text of a pair")
+    columns.add_argument(
+        "--label-column", help="the gold label, if any (scored when every row has one)"
+    )
+    columns.add_argument("--no-header", action="store_true", help="--input has no header row")
+    columns.add_argument(
+        "--quoting",
+        choices=QUOTINGS,
+        help="TSV/CSV field quoting, as finetune's --quoting (default: as in training)",
+    )
+    parser.add_argument("--batch-size", type=int, default=64, help="texts per batch")
     parser.add_argument(
         "--runtime",
         default="tf",
@@ -50,10 +76,17 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.output, args.overwrite, "--output")
     if args.runtime != "tf":
         check_runtime(args.runtime)  # a missing extra is named before the model loads
-    finetuned = load_finetuned(args.model)
+    finetuned = load_finetuned(args.checkpoint)
     # The file is read before an int8 runtime's export (up to a minute for base), so a bad
     # file is refused at once.
-    task_data = load_examples(finetuned, args.input)
+    columns = {
+        name: getattr(args, name)
+        for name in ("text_column", "text_pair_column", "label_column", "quoting")
+        if getattr(args, name) is not None
+    }
+    if args.no_header:
+        columns["has_header"] = False
+    task_data = load_examples(finetuned, args.input, **columns)
     encoder = None
     if args.runtime != "tf":
         seq_length = finetuned.settings.max_seq_length
@@ -69,4 +102,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(lines)
     if scores is not None:
         print(json.dumps({"metrics": scores}), file=sys.stderr)
+    print(f"wrote {len(records)} rows to {args.output or 'stdout'}", file=sys.stderr)
     return 0

@@ -44,23 +44,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-eval-examples", type=int, help="evaluate on at most this many held-out examples"
     )
     parser.add_argument(
+        "--init",
         "--init-checkpoint",
-        help="checkpoint dir (or a shipped model's name, e.g. albert_en_mini) to continue "
-        "pretraining from",
+        dest="init_checkpoint",
+        metavar="DIR",
+        help="checkpoint directory (or a shipped model's name, e.g. albert_en_mini) to continue "
+        "pretraining from (default: random weights)",
     )
     parser.add_argument("--sp-model", help="SentencePiece model, copied into the output")
-    parser.add_argument("--train-steps", type=int, required=True)
+    parser.add_argument("--train-steps", type=int, required=True, help="optimizer steps in all")
     parser.add_argument("--batch-size", type=int, required=True, help="global batch size")
-    parser.add_argument("--learning-rate", type=float, default=0.00176)
-    parser.add_argument("--warmup-steps", type=int, default=0)
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        default=0.00176,
+        help="LAMB's peak learning rate, decayed linearly to 0 (the original's for batch 4096)",
+    )
+    parser.add_argument(
+        "--warmup-steps", type=int, default=0, help="steps over which the rate rises from 0"
+    )
     parser.add_argument("--save-every", type=int, default=1000, help="checkpoint interval (steps)")
     parser.add_argument("--keep", type=int, default=3, help="checkpoints to keep (at least 2)")
     parser.add_argument("--eval-every", type=int, default=1000, help="evaluation interval (steps)")
     parser.add_argument("--log-every", type=int, default=100, help="summary interval (steps)")
-    parser.add_argument("--strategy", default="default", choices=STRATEGY_CHOICES)
+    parser.add_argument(
+        "--strategy",
+        default="default",
+        choices=STRATEGY_CHOICES,
+        help="tf.distribute strategy (default: the one for the devices TensorFlow sees)",
+    )
     parser.add_argument("--tpu", help="TPU name or grpc:// address (with --strategy tpu)")
-    parser.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
-    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=DTYPE_CHOICES,
+        help="compute dtype (auto: the machine's best)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=12345, help="seed of the weights and the data order"
+    )
     parser.add_argument(
         "--minutes", type=float, help="stop after this much wall time (saving a checkpoint)"
     )

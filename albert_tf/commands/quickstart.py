@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         default=DEFAULT_OUT,
         metavar="DIR",
-        help=f"output directory (default: ./{DEFAULT_OUT}; --out is the old name)",
+        help=f"output directory (default: ./{DEFAULT_OUT})",
     )
     parser.add_argument(
         "--minutes",

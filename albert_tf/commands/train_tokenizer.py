@@ -25,8 +25,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="keep case (cased model; pass the same to the tokenizer)",
     )
-    parser.add_argument("--model-type", choices=("unigram", "bpe"), default="unigram")
-    parser.add_argument("--character-coverage", type=float, default=0.99995)
+    parser.add_argument(
+        "--model-type",
+        choices=("unigram", "bpe"),
+        default="unigram",
+        help="SentencePiece's algorithm (ALBERT's vocabularies are unigram)",
+    )
+    parser.add_argument(
+        "--character-coverage",
+        type=float,
+        default=0.99995,
+        help="fraction of the characters the vocabulary covers; the rarest others are `<unk>`",
+    )
     parser.add_argument(
         "--input-sentence-size",
         type=int,

@@ -25,8 +25,9 @@ from pathlib import Path
 from albert_tf.errors import DataError
 from albert_tf.finetune.settings import QUOTINGS
 
-# Header names of the GLUE tasks' text and label columns, tried in order when none are given.
-_TEXT_COLUMNS = (
+# Header names of the GLUE tasks' text and label columns, tried in order when none are given
+# (docs/scripts/column_table.py writes them into the fine-tuning guide).
+TEXT_COLUMNS = (
     ("sentence1", "sentence2"),
     ("question1", "question2"),
     ("#1 String", "#2 String"),
@@ -36,7 +37,9 @@ _TEXT_COLUMNS = (
     ("sentence", None),
     ("text", None),
 )
-_LABEL_COLUMNS = ("label", "gold_label", "is_duplicate", "Quality", "score", "rating")
+LABEL_COLUMNS = ("label", "gold_label", "is_duplicate", "Quality", "score", "rating")
+ID_COLUMNS = ("id", "idx", "index", "guid", "pairID")  # carried into `predict`'s records
+JSONL_KEYS = ("text", "label")  # a JSONL file's text and label keys unless given
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class TextExample:
     text_b: str | None
     label: str | float | None
     source: str  # "file:line" for error messages
+    id: str | None = None  # the record's id column (ID_COLUMNS), if the file has one
 
 
 @dataclass(frozen=True)
@@ -111,14 +115,28 @@ def _column_index(header: list[str] | None, column: str | None, path: Path) -> i
     return header.index(column)
 
 
-def _guess_columns(header: list[str], path: Path) -> tuple[str, str | None, str | None]:
-    for a, b in _TEXT_COLUMNS:
+def _guess_columns(header: list[str], path: Path) -> tuple[str, str | None]:
+    """The text (and pair) column names recognised in `header`."""
+    for a, b in TEXT_COLUMNS:
         if a in header and (b is None or b in header):
-            label = next((c for c in _LABEL_COLUMNS if c in header), None)
-            return a, b, label
+            return a, b
     raise DataError(
-        f"{path}: cannot tell the text column from the header {header}; pass --text-column"
+        f"{path}: cannot tell the text column from the first line {header}; pass --text-column "
+        "NAME (the recognised names are in the fine-tuning guide), or, if that line is data "
+        "rather than a header, --no-header --text-column INDEX"
     )
+
+
+def _guess_label(
+    header: list[str] | None, width: int, used: list[int | None], require_labels: bool
+) -> int | None:
+    """The label column: a recognised header name, else, in a file that must have labels and
+    has no header, the one column that is not text; None when neither tells."""
+    if header is not None:
+        name = next((c for c in LABEL_COLUMNS if c in header), None)
+        return None if name is None else header.index(name)
+    rest = [i for i in range(width) if i not in used]
+    return rest[0] if len(rest) == 1 and require_labels else None
 
 
 _CSV_WRITERS = [
@@ -236,11 +254,10 @@ def read_text_file(
         header = [h.strip() for h in records.pop(0)[1]]
         width_of = "the header"
         if text_column is None:
-            text_column, guessed_pair, guessed_label = _guess_columns(header, path)
+            text_column, guessed_pair = _guess_columns(header, path)
             text_pair_column = text_pair_column or guessed_pair
-            label_column = label_column or guessed_label
     elif text_column is None:
-        raise DataError(f"{path}: a file without header needs --text-column")
+        raise DataError(f"{path}: a file without header needs --text-column INDEX")
     if not records:
         return []
     width = len(header) if header is not None else len(records[0][1])
@@ -249,15 +266,21 @@ def read_text_file(
     ]
     if max(i for i in indices if i is not None) >= width:
         raise DataError(f"{path}: column index past the {width} fields of {width_of}")
+    if indices[2] is None:
+        indices[2] = _guess_label(header, width, indices[:2], require_labels)
+        if indices[2] is None and require_labels:
+            names = f"none of {', '.join(LABEL_COLUMNS)} in {header}" if header else "no header"
+            raise DataError(f"{path}: which column is the label? ({names}); pass --label-column")
+    id_index = next((header.index(c) for c in ID_COLUMNS if header and c in header), None)
     examples = []
     for number, row in records:
         source = f"{path}:{number}"
         if len(row) != width:
             raise DataError(f"{source}: expected {width} fields like {width_of}, got {len(row)}")
         text, pair, label = (row[i] if i is not None else None for i in indices)
-        examples.append(
-            TextExample(text, pair, _label(label, task, require_labels, source), source)
-        )
+        label = _label(label, task, require_labels, source)
+        row_id = None if id_index is None else row[id_index]
+        examples.append(TextExample(text, pair, label, source, row_id))
     return examples
 
 
@@ -269,8 +292,8 @@ def _read_jsonl(
     label_column: str | None,
     require_labels: bool,
 ) -> list[TextExample]:
-    if text_column is None:
-        text_column, label_column = "text", label_column or "label"
+    text_column = text_column or JSONL_KEYS[0]
+    label_column = label_column or JSONL_KEYS[1]
     examples = []
     for number, row in _json_records(path):
         source = f"{path}:{number}"
@@ -281,7 +304,9 @@ def _read_jsonl(
         label = _label(
             row.get(label_column) if label_column else None, task, require_labels, source
         )
-        examples.append(TextExample(str(text), None if pair is None else str(pair), label, source))
+        row_id = next((str(row[k]) for k in ID_COLUMNS if k in row), None)
+        pair = None if pair is None else str(pair)
+        examples.append(TextExample(str(text), pair, label, source, row_id))
     return examples
 
 

@@ -141,7 +141,7 @@ def encode_choices(
 
 
 def word_pieces(tokenizer: AlbertTokenizer, word: str) -> list[int]:
-    """A word's pieces; a word that normalizes to nothing becomes one <unk>."""
+    """A word's pieces; a word that normalizes to nothing becomes one `<unk>`."""
     return tokenizer.encode(word) or [tokenizer.unk_id]
 
 

@@ -85,24 +85,40 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     return FinetunedModel(model, tokenizer, task, metadata)
 
 
-def load_examples(finetuned: FinetunedModel, input_path: str) -> TaskData:
+def load_examples(finetuned: FinetunedModel, input_path: str, **columns: Any) -> TaskData:
     """The examples of `input_path` (same formats as training; labels optional), tokenized for
-    `finetuned`; DataError for a file that holds none or is malformed."""
-    return finetuned.task.load(
-        input_path, finetuned.tokenizer, training=False, require_labels=False
-    )
+    `finetuned`; DataError for a file that holds none or is malformed. `columns`
+    (`text_column`, `text_pair_column`, `label_column`, `has_header`) say how this file differs
+    from the training file; the rest is read as in training."""
+    task = finetuned.task
+    if columns:
+        task = get_task(task.settings.replace(**columns))
+    return task.load(input_path, finetuned.tokenizer, training=False, require_labels=False)
+
+
+def example_id(example: Any) -> str | int:
+    """An example's id: its file's id (id column, SQuAD or RACE id), else its 1-based line."""
+    given = getattr(example, "id", None) or getattr(example, "qid", None)
+    if given is not None:
+        return given
+    return int(example.source.rpartition(":")[2])
 
 
 def predict_examples(
     finetuned: FinetunedModel, task_data: TaskData, batch_size: int = 64, encoder: Any = None
 ) -> tuple[list[dict], dict[str, float] | None]:
     """Prediction records of `task_data` (`load_examples`) and the metrics when it carries
-    labels (None otherwise). `encoder`: the model's encoder on another runtime
-    (`finetune.runtimes.runtime_encoder`), None for TensorFlow."""
+    labels (None otherwise); every record starts with "id" (`example_id`). `encoder`: the
+    model's encoder on another runtime (`finetune.runtimes.runtime_encoder`), None for
+    TensorFlow."""
     task = finetuned.task
     outputs = batched_outputs(finetuned.model, task_data.inputs, batch_size, encoder)
     records = task.decode(outputs, task_data)
     scores = task.evaluate(records, task_data) if task.has_labels(task_data) else None
+    records = [
+        {"id": example_id(example), **record}
+        for example, record in zip(task_data.examples, records, strict=True)
+    ]
     return records, scores
 
 

@@ -57,15 +57,19 @@ class FinetuneSettings:
     sp_model: str | None = None  # default: the one that comes with `init`
     do_lower_case: bool = True
     # === Optimization ===
-    epochs: int = 3
+    # None: by the encoder's size (finetune.defaults), filled in when the run starts
+    epochs: int | None = None
     batch_size: int = 32  # training rows per step (windows, with --max-windows)
     eval_batch_size: int = 64  # texts per evaluation batch
-    learning_rate: float = 2e-5
-    warmup_proportion: float = 0.1
+    learning_rate: float | None = None  # peak, after warmup; by size when None
+    warmup_proportion: float | None = None  # by size when None
     optimizer: str = "adamw"
     weight_decay: float = 0.01
-    max_steps: int | None = None  # stop early (tests, smoke runs); 0 evaluates the start
+    train_steps: int | None = (
+        None  # at most this many steps (default: the epochs'); 0 evaluates the start
+    )
     seed: int = 12345
+    seeds: int = 1  # runs with seeds seed, seed+1, ...; the best on eval_path is kept
     dtype: str = "auto"
     # === Features ===
     max_seq_length: int = 128
@@ -107,7 +111,8 @@ class FinetuneSettings:
         """ConfigError naming the flag for any value out of range or not fitting the task
         (nothing is read: files are checked when the run starts)."""
         self._require(self.task in TASK_NAMES, "task", f"must be one of {', '.join(TASK_NAMES)}")
-        for name in ("epochs", "batch_size", "eval_batch_size", "max_windows"):
+        self._require(self.epochs is None or self.epochs >= 1, "epochs", "must be positive")
+        for name in ("batch_size", "eval_batch_size", "max_windows", "seeds"):
             self._require(getattr(self, name) >= 1, name, "must be positive")
         for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
             self._require(getattr(self, name) >= 1, name, "must be positive")
@@ -118,7 +123,8 @@ class FinetuneSettings:
         )
         self._require(self.max_seq_length >= 4, "max_seq_length", "must be at least 4")
         self._require(
-            math.isfinite(self.learning_rate) and self.learning_rate > 0,
+            self.learning_rate is None
+            or (math.isfinite(self.learning_rate) and self.learning_rate > 0),
             "learning_rate",
             "must be positive",
         )
@@ -128,10 +134,12 @@ class FinetuneSettings:
             "must be a number >= 0",
         )
         self._require(
-            0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion", "must be in [0, 1]"
+            self.warmup_proportion is None or 0.0 <= self.warmup_proportion <= 1.0,
+            "warmup_proportion",
+            "must be in [0, 1]",
         )
         self._require(
-            self.max_steps is None or self.max_steps >= 0, "max_steps", "must not be negative"
+            self.train_steps is None or self.train_steps >= 0, "train_steps", "must not be negative"
         )
         for name, choices in (
             ("optimizer", OPTIMIZERS),

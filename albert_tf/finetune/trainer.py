@@ -14,6 +14,7 @@ import json
 import math
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,10 +26,13 @@ from tqdm import tqdm
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import ConfigError, DataError
+from albert_tf.finetune import summary
+from albert_tf.finetune.defaults import SIZED, size_defaults
 from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
 from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
+from albert_tf.finetune.seeds import finetune_seeds
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.sources import Source, load_source
 from albert_tf.finetune.tasks import Task, TaskData, get_task
@@ -50,6 +54,28 @@ def _encoder_limits(source: Source) -> tuple[int | None, int | None]:
         elif "position_embedding" in variable.name:
             positions = int(variable.shape[0])
     return vocab, positions
+
+
+def _hidden_size(source: Source) -> int | None:
+    """The encoder's hidden size, from its config or its pooler's kernel [H, H]."""
+    if source.config is not None:
+        return source.config.hidden_size
+    for variable in source.encoder.variables:
+        if "pooler" in variable.name and len(variable.shape) == 2:
+            return int(variable.shape[0])
+    return None
+
+
+def _sized_defaults(settings: FinetuneSettings, source: Source) -> tuple[dict, str | None]:
+    """The size-dependent settings left unset, filled in for `source`'s size, and the line
+    that says so (None when every one was given)."""
+    hidden = _hidden_size(source)
+    row = size_defaults(hidden)
+    filled = {name: getattr(row, name) for name in SIZED if getattr(settings, name) is None}
+    if not filled:
+        return filled, None
+    shown = ", ".join(f"{name.replace('_', ' ')} {value:g}" for name, value in filled.items())
+    return filled, f"defaults for hidden size {hidden}, {row.name}: {shown}"
 
 
 def make_tokenizer(source: Source, do_lower_case: bool) -> AlbertTokenizer:
@@ -85,6 +111,11 @@ def _load_data(
     train = task.load(settings.train_path, tokenizer, training=True, configure=True)
     for what, count in train.skipped.items():
         log(f"{settings.train_path}: {count} {what}")
+    if task.name == "classify":
+        for line in summary.rare_label_warnings(
+            [e.label for e in train.examples], settings.train_path
+        ):
+            log(line)
     if settings.eval_path is None:
         return train, None
     evaluation = task.load(settings.eval_path, tokenizer, training=False)
@@ -102,8 +133,8 @@ class _Loop:
         num_rows = len(next(iter(inputs.values())))
         self.steps_per_epoch = math.ceil(num_rows / run.batch_size)
         self.total_steps = self.steps_per_epoch * run.epochs
-        if run.max_steps is not None:
-            self.total_steps = min(self.total_steps, run.max_steps)
+        if run.train_steps is not None:
+            self.total_steps = min(self.total_steps, run.train_steps)
         warmup = int(run.warmup_proportion * self.total_steps)
         optimizer = build_optimizer(
             run.learning_rate,
@@ -148,6 +179,7 @@ def _train(
     run: FinetuneSettings,
     checkpoint_dir: Path,
     log: Callable[[str], None],
+    progress: bool = True,
 ) -> tuple[list[dict], float | None, int]:
     """Trains epoch by epoch, keeping the best epoch's checkpoint (the last without evaluation
     data); returns (history, best metric value, best epoch) with the best weights restored."""
@@ -158,19 +190,20 @@ def _train(
     history, best, best_epoch, step = [], None, None, 0
     for epoch in range(1, run.epochs + 1):
         losses = []
-        progress = tqdm(
+        bar = tqdm(
             loop.dataset,
             total=loop.steps_per_epoch,
             desc=f"epoch {epoch}/{run.epochs}",
             leave=False,
+            disable=not progress,
         )
-        for inputs, targets in progress:
+        for inputs, targets in bar:
             if step >= loop.total_steps:
                 break
             loss = float(loop.step(inputs, targets))
             losses.append(loss)
             step += 1
-            progress.set_postfix(loss=f"{loss:.4f}")
+            bar.set_postfix(loss=f"{loss:.4f}")
             with writer.as_default(step=step):
                 tf.summary.scalar("train/loss", loss)
         train_loss = float(np.mean(losses)) if losses else None
@@ -197,9 +230,14 @@ def _train(
     return history, best, best_epoch
 
 
-def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> FinetunedModel:
+def finetune(
+    settings: FinetuneSettings, log: Callable[[str], None] = print, progress: bool = True
+) -> FinetunedModel:
     """Fine-tunes `settings.init` on `settings.train_path`; writes `settings.output_dir` and
     returns what `predict.load_finetuned` would read from it, with the best weights in memory.
+    The learning rate, epochs and warmup left None come from the encoder's size
+    (`finetune.defaults`). The last lines logged are `summary.summary_lines`; `progress`
+    False hides the progress bars. `settings.seeds` > 1 runs `seeds.finetune_seeds`.
 
     Raises ConfigError/CheckpointError/DataError (one line each) for bad settings, sources and
     data, before any training starts.
@@ -207,6 +245,16 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
     for flag, path in (("--train", settings.train_path), ("--eval", settings.eval_path)):
         if path is not None and not os.path.exists(path):
             raise DataError(f"{flag} {path} does not exist")
+    if settings.seeds > 1:
+        return finetune_seeds(settings, _finetune_once, log, progress)
+    return _finetune_once(settings, log, progress)
+
+
+def _finetune_once(
+    settings: FinetuneSettings, log: Callable[[str], None], progress: bool
+) -> FinetunedModel:
+    """One run of `finetune` (one seed)."""
+    started = time.monotonic()
     task = get_task(settings)
     dtype = resolve_dtype(settings.dtype)
     keras.utils.set_random_seed(settings.seed)
@@ -215,6 +263,9 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
         keras_policy(dtype),
     ):
         source = load_source(settings.init, config=settings.config, sp_model=settings.sp_model)
+        sized, note = _sized_defaults(settings, source)
+        settings = settings.replace(**sized)
+        task.settings = task.settings.replace(**sized)
         tokenizer = make_tokenizer(source, settings.do_lower_case)
         _, positions = _encoder_limits(source)
         if positions is not None:
@@ -224,9 +275,12 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
         initializer_range = source.config.initializer_range if source.config else 0.02
         model = TaskModel(source.encoder, build_head(task, initializer_range), task)
         model({k: v[:1] for k, v in train.inputs.items()}, training=False)
+        if note:
+            log(note)
         history, best, best_epoch = _train(
-            _Loop(model, train, settings, dtype), evaluation, settings, tmp, log
+            _Loop(model, train, settings, dtype), evaluation, settings, tmp, log, progress
         )
+        baseline = summary.floor(task, train.examples, evaluation)
 
         if source.config is not None:
             source.config.to_json_file(tmp / CONFIG_FILE)
@@ -246,6 +300,7 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
             "best_metric": task.best_metric if evaluation is not None else None,
             "best_value": best,
             "best_epoch": best_epoch,
+            "floor": None if baseline is None else {"what": baseline.what, "value": baseline.value},
             "history": history,
             "skipped": {"train": train.skipped, "eval": evaluation.skipped if evaluation else {}},
         }
@@ -256,4 +311,20 @@ def finetune(settings: FinetuneSettings, log: Callable[[str], None] = print) -> 
             export_serving_model(model, tokenizer, tmp / SERVING_DIR)
     best_text = f", {task.best_metric} {best:.4f}" if best is not None else ""
     log(f"wrote {settings.output_dir} (best epoch {best_epoch}{best_text})")
+    counts = None
+    if task.name == "classify":
+        counts = summary.label_counts([e.label for e in train.examples])
+    for line in summary.summary_lines(
+        metric=metadata["best_metric"],
+        best=best,
+        best_epoch=best_epoch,
+        epochs=settings.epochs,
+        baseline=baseline,
+        counts=counts,
+        train_path=settings.train_path,
+        seconds=time.monotonic() - started,
+        logs=os.path.join(settings.output_dir, "logs"),
+        learning_rate=settings.learning_rate,
+    ):
+        log(line)
     return FinetunedModel(model, tokenizer, task, metadata)

@@ -9,7 +9,7 @@ every figure on the model card was measured on those weights.
 
 Wherever a checkpoint directory is read, the name works too: `finetune --init albert_en_mini`,
 `export --checkpoint albert_en_mini`, `evaluate --checkpoint albert_en_mini`, `pretrain
---init-checkpoint albert_en_mini`, and `albert_tf.load_pretrained("albert_en_mini")` in Python.
+--init albert_en_mini`, and `albert_tf.load_pretrained("albert_en_mini")` in Python.
 The first use writes the model once as a checkpoint directory under the cache
 (`$ALBERT_TF_CACHE`, else `$XDG_CACHE_HOME/albert-tf`, else `~/.cache/albert-tf`), in a folder
 named by the weights' digest; `--init random --config albert_en_mini` is the same shape and

@@ -50,7 +50,7 @@ Training loss and held-out accuracy against steps: {result.curves}
 TF-Hub modules (hub.KerasLayer / hub.load / keras.layers.TFSMLayer):
   encoder:    {result.encoder_dir}
   preprocess: {result.preprocess_dir}
-Checkpoint directory (for pretrain --init-checkpoint, finetune --init, export): \
+Checkpoint directory (for pretrain --init, finetune --init, export --checkpoint): \
 {result.checkpoint_dir}
 
 Next:

@@ -21,7 +21,24 @@ HEADER = """# Command line
 One entry point, `albert-tf COMMAND`, and `albert-tf COMMAND --help` for the same text in a
 terminal. Every command prints progress on long work and fails on bad input with one line and
 exit code 2, leaving nothing half-written. `--verbose` (on every command) shows TensorFlow's
-C++ log and the libraries' start-up notices that are otherwise kept off stderr.
+C++ log and the libraries' start-up notices that are otherwise kept off stderr, `--quiet` (also
+on every command) hides the progress bars, and `albert-tf --version` prints the version.
+
+## Names
+
+One name per concept on every command:
+
+| option | means | on |
+|---|---|---|
+| `--init` | where training starts: a checkpoint directory, TF1 checkpoint, TF-Hub encoder or `random` | `finetune`, `pretrain` |
+| `--checkpoint` | a model the command reads and does not train | `evaluate`, `export`, `predict` |
+| `--output` | what the command writes; an existing one is refused without `--overwrite` | every command that writes |
+| `--max-seq-length` | the length token sequences are cut or padded to | `create-pretraining-data`, `finetune`, `export`, `check` |
+| `--train-steps`, `--warmup-steps` | counts of optimizer steps (`--warmup-proportion`: a fraction of them) | `pretrain`, `finetune` |
+| `--quiet` | no progress bars | every command |
+
+Old names still work for now, print one line saying which name replaced them, and are not
+listed below: {deprecated}.
 """
 
 
@@ -30,9 +47,11 @@ def _cell(text: str) -> str:
 
 
 def _option(action: argparse.Action) -> str:
+    from albert_tf.cli import visible_options
+
     if not action.option_strings:
         return f"`{action.metavar or action.dest}`"
-    flags = ", ".join(f"`{flag}`" for flag in action.option_strings)
+    flags = ", ".join(f"`{flag}`" for flag in visible_options(action))
     if action.nargs == 0:
         return flags
     if action.choices:
@@ -58,11 +77,16 @@ def _help(action: argparse.Action, prog: str) -> str:
 
 def render() -> str:
     """The whole reference page, from `albert_tf.cli.build_parser()`."""
-    from albert_tf.cli import build_parser
+    from albert_tf.cli import DEPRECATED, build_parser
 
     parser = build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    lines = [HEADER]
+    deprecated = "; ".join(
+        f"`{command} {old}` (`{new}`)"
+        for command, names in DEPRECATED.items()
+        for old, new in names.items()
+    )
+    lines = [HEADER.format(deprecated=deprecated)]
     lines += ["| command | what it does |", "|---|---|"]
     for name, sub in subparsers.choices.items():
         lines.append(f"| [`{name}`](#{name}) | {_cell(sub.description or '')} |")

@@ -4,25 +4,20 @@ Needs the `onnx` extra (`pip install -e ".[onnx]"`: onnx, onnxruntime, onnxrunti
 importing this package without it raises InstallError with that line.
 
 One process, two runtimes: the raw-string models run onnxruntime-extensions' SentencePiece
-operator, which crashes the process (SIGSEGV at session creation) when TensorFlow was imported
-before onnxruntime-extensions: TensorFlow's shared libraries then provide the protobuf symbols
-the operator binds to. Import `onnxruntime_extensions` (or this package) first;
-`export.onnx.writer.session` raises InstallError instead of crashing when the order was wrong.
+operator, which crashes the process (SIGSEGV at session creation) when onnxruntime-extensions
+was loaded plainly after TensorFlow: TensorFlow's protobuf symbols then serve the operator's
+calls. This package loads it through `albert_tf.runtimes.onnxruntime_extensions_library`, which
+works in either order (and says what to do when another import came first).
 """
 
-import sys
-
 from albert_tf.errors import InstallError
-
-# Whether TensorFlow came first (see the module docstring); read by `writer.session`.
-TENSORFLOW_LOADED_FIRST = (
-    "tensorflow" in sys.modules and "onnxruntime_extensions" not in sys.modules
-)
+from albert_tf.runtimes import onnxruntime_extensions_library
 
 try:
     import onnx  # noqa: F401
     import onnxruntime  # noqa: F401
-    import onnxruntime_extensions  # noqa: F401
+
+    onnxruntime_extensions_library()
 except ImportError as error:
     raise InstallError(
         f'ONNX export needs the onnx extra ({error.name} is missing): pip install -e ".[onnx]"'

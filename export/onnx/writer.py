@@ -22,12 +22,11 @@ from typing import Any
 import numpy as np
 import onnx
 
-from albert_tf.errors import InstallError
 from albert_tf.runtimes import onnx_session, session_runner
 from export.encoder import ENCODER_INPUTS
 from export.onnx import optimize
 from export.onnx.encoder import encoder_graph
-from export.onnx.text import CONTRIB, guard_empty_batch, preprocess_graph, with_preprocess
+from export.onnx.text import guard_empty_batch, preprocess_graph, with_preprocess
 from export.tflite import cosine_similarity, probe_inputs
 from export.writers import ExportSource
 from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
@@ -46,18 +45,9 @@ INT8_MIN_COSINE = 0.999
 
 def session(model: onnx.ModelProto | str | os.PathLike, threads: int | None = None) -> Any:
     """An ONNX Runtime CPU session of `model` (a ModelProto or a path) with onnxruntime-extensions'
-    operators registered (`albert_tf.runtimes.onnx_session`). InstallError instead of a crash
-    when the model uses them and this process imported TensorFlow first."""
-    import export.onnx
-
+    operators registered (`albert_tf.runtimes.onnx_session`: InstallError instead of a crash
+    when onnxruntime_extensions was imported after TensorFlow by other code)."""
     proto = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
-    if export.onnx.TENSORFLOW_LOADED_FIRST and any(
-        opset.domain == CONTRIB for opset in proto.opset_import
-    ):
-        raise InstallError(
-            "this process imported tensorflow before onnxruntime_extensions, which makes "
-            "the raw-string ONNX models crash: import onnxruntime_extensions first"
-        )
     return onnx_session(proto, threads, custom_ops=True)
 
 

@@ -1,0 +1,88 @@
+"""Fine-tuning defaults that depend on the model's size: learning rate, epochs, warmup.
+
+One recipe does not fit every size. The 2e-5 for 3 epochs that suits ALBERT-base (the paper's
+and BERT's range) leaves the tiny preset below the majority class; 1e-3 trains it (issue 45).
+`finetune` fills each of these settings left unset (`None`) from the row for the encoder's
+hidden size; a flag (`--learning-rate`, `--epochs`, `--warmup-proportion`) always wins.
+
+Each row says where its numbers come from. experiments/finetune_defaults.py runs the sweep that
+makes a row (on a training split, choosing on the dev split only) and records it under
+experiments/results/finetune_defaults/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SIZED = ("learning_rate", "epochs", "warmup_proportion")  # the settings a row fills
+
+
+@dataclass(frozen=True)
+class SizeDefaults:
+    """The defaults for encoders up to `max_hidden_size` (None: every larger one)."""
+
+    max_hidden_size: int | None
+    name: str  # the sizes it is for, as the guide's table shows them
+    learning_rate: float
+    epochs: int
+    warmup_proportion: float
+    evidence: str  # where the numbers come from
+
+
+SIZE_DEFAULTS = (
+    SizeDefaults(
+        max_hidden_size=128,
+        name="tiny (H=128, the quickstart's)",
+        learning_rate=1e-3,
+        epochs=5,
+        warmup_proportion=0.1,
+        evidence="best mean on dev of experiments/finetune_defaults.py on the quickstart's model "
+        "and VADER's Amazon snippets, 2 seeds: 1e-3 x 5 epochs 0.718, 1e-3 x 3 0.694, 3e-4 x 5 "
+        "0.698, 1e-4 x 3 0.608; 2e-5 x 3 (0.573) and 3e-3 x 3 (0.576) no better than the majority "
+        "class (0.576) (experiments/results/finetune_defaults/tiny.jsonl). On Rotten Tomatoes "
+        "1e-3 x 3 and x 5 were within 0.5 points (experiments/README.md)",
+    ),
+    SizeDefaults(
+        max_hidden_size=256,
+        name="albert_en_mini (H=256)",
+        learning_rate=3e-4,
+        epochs=3,
+        warmup_proportion=0.1,
+        evidence="best mean on dev of experiments/finetune_defaults.py on albert_en_mini and "
+        "VADER's Amazon snippets: 3e-4 x 3 epochs 0.748 (2 seeds), 1e-4 x 3 0.742 (2 seeds); "
+        "2e-5 x 3 (0.579) and 1e-3 x 3 (0.576) no better than the majority class (0.576), 1 "
+        "seed each (experiments/results/finetune_defaults/albert_en_mini.jsonl); epochs not "
+        "swept yet",
+    ),
+    SizeDefaults(
+        max_hidden_size=None,
+        name="larger (base: H=768)",
+        learning_rate=2e-5,
+        epochs=3,
+        warmup_proportion=0.1,
+        evidence="BERT's recipe, within the ALBERT paper's fine-tuning rates (1e-5 to 5e-5)",
+    ),
+)
+
+
+def size_defaults(hidden_size: int | None) -> SizeDefaults:
+    """The row for an encoder of `hidden_size` (None, unknown: the last row's)."""
+    for row in SIZE_DEFAULTS:
+        if hidden_size is not None and (
+            row.max_hidden_size is None or hidden_size <= row.max_hidden_size
+        ):
+            return row
+    return SIZE_DEFAULTS[-1]
+
+
+def help_text() -> str:
+    """The rows as one paragraph, for `albert-tf finetune --help`."""
+    rows = "; ".join(
+        f"{row.name}: learning rate {row.learning_rate:g}, {row.epochs} epochs, warmup "
+        f"{row.warmup_proportion:g}"
+        for row in SIZE_DEFAULTS
+    )
+    return (
+        "Defaults by model size (the encoder's hidden size H; each one also by its flag): "
+        f"{rows}. A size between two rows takes the larger row's."
+    )

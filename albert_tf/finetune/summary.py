@@ -1,0 +1,110 @@
+"""What a fine-tuning run ends with: its best epoch beside the floor any model must beat.
+
+The floor is scikit-learn's DummyClassifier idea: for `classify` the majority class of --train
+predicted for every --eval example, scored by the same metric; for `regress` the mean of the
+--train labels, whose correlation with anything is 0. A best epoch that does not beat it by
+more than the floor's standard error on --eval has learned nothing the label counts did not
+already say (on 361 examples, one example more than the majority is 0.003 above it, the standard
+error 0.026), and `summary_lines` says so in one line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+FLOORED_TASKS = ("classify", "regress")
+RARE = 2  # a label seen this often or less in --train gets a warning
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The baseline a run must beat: what it predicts, and its score by the best metric."""
+
+    what: str  # "majority class 'pos'" or "the mean 2.5"
+    value: float
+    margin: float  # the value's standard error on --eval: a run must beat value + margin
+
+
+def label_counts(labels: list) -> dict[str, int]:
+    """Examples per label, most frequent first (ties by name)."""
+    counts = Counter(str(label) for label in labels if label is not None)
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def rare_label_warnings(train_labels: list, train_path: str) -> list[str]:
+    """One line per label seen at most RARE times in --train (often a typo)."""
+    counts = Counter(label for label in train_labels if label is not None)
+    lines = []
+    for label, count in sorted(counts.items(), key=lambda item: (item[1], str(item[0]))):
+        if count <= RARE:
+            times = "once" if count == 1 else "twice"
+            lines.append(
+                f"warning: label {label!r} occurs {times} in {train_path}: a typo? (it becomes a "
+                "class of its own)"
+            )
+    return lines
+
+
+def floor(task, train_examples: list, eval_data) -> Floor | None:
+    """The floor on `eval_data` (None for tasks without one or runs without --eval)."""
+    if eval_data is None or task.name not in FLOORED_TASKS:
+        return None
+    labels, n = [e.label for e in train_examples], len(eval_data.examples)
+    if task.name == "regress":
+        mean = sum(labels) / len(labels)
+        # A correlation measured on n pairs of unrelated values has a standard error of about
+        # 1/sqrt(n - 3) (Fisher's z).
+        return Floor(f"the mean {mean:.4g}", 0.0, 1 / math.sqrt(max(n - 3, 1)))
+    majority = next(iter(label_counts(labels)))
+    records = [{"label": majority} for _ in eval_data.examples]
+    value = task.evaluate(records, eval_data)[task.best_metric]
+    return Floor(f"majority class {majority!r}", value, math.sqrt(value * (1 - value) / n))
+
+
+def beats(value: float | None, baseline: Floor | None) -> bool:
+    """Whether the best epoch's `value` is above the floor by more than its standard error
+    (True when there is no floor)."""
+    return baseline is None or (value is not None and value > baseline.value + baseline.margin)
+
+
+def _duration(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+
+
+def summary_lines(
+    *,
+    metric: str | None,
+    best: float | None,
+    best_epoch: int,
+    epochs: int,
+    baseline: Floor | None,
+    counts: dict[str, int] | None,
+    train_path: str,
+    seconds: float,
+    logs: str,
+    learning_rate: float,
+) -> list[str]:
+    """The run's closing lines: best epoch and floor, label counts, time, where the logs are,
+    and a warning when the best epoch does not beat the floor."""
+    if metric is None or best is None:
+        lines = [f"best epoch: {best_epoch} of {epochs} (no --eval: the last epoch is kept)"]
+    else:
+        line = f"best epoch: {best_epoch} of {epochs}, {metric} {best:.4f}"
+        if baseline is not None:
+            line += f"; {baseline.what} {baseline.value:.4f} (± {baseline.margin:.4f})"
+        lines = [line]
+    if counts:
+        shown = ", ".join(f"{label} {n}" for label, n in counts.items())
+        lines.append(f"labels in {train_path}: {shown}")
+    lines.append(f"time: {_duration(seconds)}; TensorBoard logs: {logs}")
+    if metric is not None and not beats(best, baseline):
+        lines.append(
+            f"warning: the best epoch ({metric} {best:.4f}) does not beat {baseline.what} "
+            f"({baseline.value:.4f}) by more than its standard error ({baseline.margin:.4f}): "
+            f"nothing was learned; try a larger --learning-rate (now {learning_rate:g}; 1e-3 "
+            "suits the tiny preset), more --epochs or more data"
+        )
+    return lines

@@ -1,0 +1,140 @@
+"""A fine-tuning run against its floor: size-dependent defaults, the closing summary, the
+warning when the floor is not beaten, rare labels, and --seeds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from albert_tf import cli
+from albert_tf.finetune import summary
+from albert_tf.finetune.defaults import SIZE_DEFAULTS, size_defaults
+from albert_tf.finetune.settings import FinetuneSettings
+from tests.helpers import write_config, write_pairs
+
+
+def test_defaults_follow_the_hidden_size_and_flags_win():
+    assert size_defaults(128).learning_rate == 1e-3  # the tiny preset, the quickstart's
+    assert size_defaults(256).learning_rate == 3e-4  # albert_en_mini
+    assert size_defaults(768).learning_rate == 2e-5  # base
+    assert size_defaults(None) == SIZE_DEFAULTS[-1]
+    settings = FinetuneSettings(task="classify", train_path="t", init="random", output_dir="o")
+    assert settings.learning_rate is None and settings.epochs is None  # filled in by size
+    assert FinetuneSettings(**{**settings.record(), "learning_rate": 3e-4}).learning_rate == 3e-4
+
+
+class _Task:
+    name, best_metric = "classify", "accuracy"
+
+    def evaluate(self, records, data):
+        gold = [e.label for e in data.examples]
+        return {
+            "accuracy": sum(r["label"] == g for r, g in zip(records, gold, strict=True)) / len(gold)
+        }
+
+
+class _Example:
+    def __init__(self, label):
+        self.label = label
+
+
+class _Data:
+    def __init__(self, labels):
+        self.examples = [_Example(label) for label in labels]
+
+
+def test_the_floor_is_the_majority_class_of_train_scored_on_eval():
+    floor = summary.floor(_Task(), _Data(["a", "b", "b"]).examples, _Data(["b", "a", "a", "a"]))
+    assert floor == summary.Floor("majority class 'b'", 0.25, (0.25 * 0.75 / 4) ** 0.5)
+    assert summary.floor(_Task(), [], None) is None
+
+
+def test_a_run_that_does_not_beat_the_floor_says_so_in_one_line():
+    common = dict(
+        metric="accuracy",
+        best_epoch=2,
+        epochs=3,
+        baseline=summary.Floor("majority class 'pos'", 0.567, 0.026),
+        counts={"pos": 17, "neg": 13},
+        train_path="train.tsv",
+        seconds=83,
+        logs="runs/sst/logs",
+        learning_rate=2e-5,
+    )
+    lines = summary.summary_lines(best=0.3833, **common)
+    assert lines[0] == "best epoch: 2 of 3, accuracy 0.3833; majority class 'pos' 0.5670 (± 0.0260)"
+    assert lines[1] == "labels in train.tsv: pos 17, neg 13"
+    assert lines[2] == "time: 1 min 23 s; TensorBoard logs: runs/sst/logs"
+    assert lines[3].startswith("warning: the best epoch (accuracy 0.3833) does not beat")
+    assert "--learning-rate (now 2e-05" in lines[3] and len(lines) == 4
+    assert len(summary.summary_lines(best=0.95, **common)) == 3
+    # One example above the majority of 361 is not learning: within the floor's standard error.
+    assert summary.summary_lines(best=0.5789, **common)[3].startswith("warning: ")
+    assert not summary.beats(0.5789, summary.Floor("majority class 'pos'", 0.5762, 0.026))
+
+
+def test_labels_seen_once_or_twice_are_named():
+    lines = summary.rare_label_warnings(["pos"] * 5 + ["neg"] * 4 + ["postive", "ne", "ne"], "t")
+    assert [line.split("'")[1] for line in lines] == ["postive", "ne"]
+    assert "occurs once in t" in lines[0] and "occurs twice" in lines[1]
+
+
+def _run(tmp_path, fixtures_dir, *extra):
+    argv = ["finetune", "--task", "classify", "--train", tmp_path / "train.tsv"]
+    argv += ["--eval", tmp_path / "dev.tsv", "--init", "random", "--config", write_config(tmp_path)]
+    argv += ["--sp-model", fixtures_dir / "tokenizer" / "spm.model", "--max-seq-length", 16]
+    argv += ["--output", tmp_path / "out", "--dtype", "float32", "--no-serving", "--quiet"]
+    argv += ["--batch-size", 8, *extra]
+    return cli.main([str(a) for a in argv])
+
+
+@pytest.fixture
+def pairs(tmp_path):
+    write_pairs(tmp_path / "train.tsv", 16, seed=0)
+    write_pairs(tmp_path / "dev.tsv", 8, seed=1)
+    return tmp_path
+
+
+def test_summary_and_floor_warning_end_a_run_that_learns_nothing(pairs, fixtures_dir, capsys):
+    assert _run(pairs, fixtures_dir, "--learning-rate", "1e-9", "--train-steps", 3) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert not any("epoch 2/5" in line for line in err)  # --quiet: no bar, in any epoch
+    defaults = next(line for line in err if line.startswith("defaults for hidden size 32, tiny"))
+    assert "epochs 5" in defaults and "learning rate" not in defaults  # given
+    assert err[-4].startswith("best epoch: ") and " of 5, accuracy " in err[-4]
+    assert "; majority class " in err[-4]
+    assert err[-3].startswith(f"labels in {pairs / 'train.tsv'}: ")
+    assert err[-2].startswith("time: ") and err[-2].endswith(str(pairs / "out" / "logs"))
+    assert err[-1].startswith("warning: the best epoch (accuracy ")
+    meta = json.loads((pairs / "out" / "finetune.json").read_text())
+    assert meta["settings"]["learning_rate"] == 1e-9 and meta["settings"]["epochs"] == 5
+    assert meta["floor"]["what"].startswith("majority class")
+
+
+def test_seeds_report_mean_and_sd_and_keep_the_best_on_dev(pairs, fixtures_dir, capsys):
+    argv = ("--seeds", 2, "--seed", 7, "--epochs", 1, "--train-steps", 1)
+    assert _run(pairs, fixtures_dir, *argv) == 0
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("accuracy over 2 seeds: mean ") and " ± " in last
+    meta = json.loads((pairs / "out" / "finetune.json").read_text())
+    values = [run["value"] for run in meta["seeds"]["runs"]]
+    assert [run["seed"] for run in meta["seeds"]["runs"]] == [7, 8]
+    assert (
+        meta["best_value"] == max(values) and meta["settings"]["seed"] == meta["seeds"]["kept_seed"]
+    )
+    assert sorted(p.name for p in (pairs / "out").iterdir() if p.name.startswith(".")) == []
+
+
+def test_seeds_need_eval(pairs, fixtures_dir, capsys):
+    argv = ["finetune", "--task", "classify", "--train", str(pairs / "train.tsv")]
+    argv += ["--init", "random", "--config", str(write_config(pairs)), "--seeds", "2"]
+    argv += [
+        "--output",
+        str(pairs / "out"),
+        "--sp-model",
+        str(fixtures_dir / "tokenizer" / "spm.model"),
+    ]
+    assert cli.main(argv) == 2
+    assert "--seeds needs --eval" in capsys.readouterr().err
+    assert not (pairs / "out").exists()
