@@ -99,11 +99,11 @@ def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> d
         learning_rate=learning_rate,
         batch_size=batch_size_for(n),
         max_seq_length=64,
-        max_steps=args.max_steps,
+        max_steps=args.train_steps,
     )
     record = {"arm": arm, "size": n, "labels": n or train_rows, "learning_rate": learning_rate}
     record.update(result)
-    if args.max_steps is None:  # smoke runs are not results
+    if args.train_steps is None:  # smoke runs are not results
         done.parent.mkdir(parents=True, exist_ok=True)
         done.write_text(json.dumps(record) + "\n")
     print(json.dumps(record), flush=True)
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="0: all labels")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     parser.add_argument(
-        "--max-steps", type=int, help="smoke run: stop each run early, keep nothing"
+        "--train-steps", type=int, help="smoke run: stop each run after this many steps, keep nothing"
     )
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                 for seed in SEEDS:
                     if seed not in SELECT_SEEDS:
                         run_one(paths, arm, n, rate, seed, args)
-    if args.max_steps is None:
+    if args.train_steps is None:
         report(RESULTS)
     return 0
 

@@ -209,7 +209,7 @@ def _pretrain(
 def _init_checkpoint(
     init: str | None, config, sp_model: str | None
 ) -> tuple[str | None, str | None]:
-    """(the init checkpoint's prefix, the SentencePiece model) for --init-checkpoint `init` (a
+    """(the init checkpoint's prefix, the SentencePiece model) for --init `init` (a
     directory or a shipped model's name), which lends its spm.model when none is given."""
     if not init:
         return None, sp_model

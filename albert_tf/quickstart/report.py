@@ -58,6 +58,8 @@ Next:
   albert-tf params --config base
   albert-tf pretrain --data '{out}/data/*.tfrecord' --config tiny --output my_run
   albert-tf finetune --task classify --train train.tsv --eval dev.tsv \
+--init albert_en_mini --output my_classifier   # the shipped pretrained English model
+  albert-tf finetune --task classify --train train.tsv --eval dev.tsv \
 --init {result.checkpoint_dir} --output my_classifier
   albert-tf export --checkpoint {result.checkpoint_dir} --output my_hub
   jupyter notebook colab/   (sentiment with hub.KerasLayer, pretraining, conversion, parameters)"""
