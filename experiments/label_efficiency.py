@@ -200,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="0: all labels")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     parser.add_argument(
-        "--train-steps", type=int, help="smoke run: stop each run after this many steps, keep nothing"
+        "--train-steps",
+        type=int,
+        help="smoke run: stop each run after this many steps, keep nothing",
     )
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
