@@ -70,19 +70,13 @@ def corpus(tmp_path_factory):
     return str(root / "a.tfrecord")
 
 
+# Steps of one loop each, a checkpoint every 2 steps, all of them kept; bit-exact float32 ops.
+SETTINGS = {"train_steps": 8, "batch_size": 4, "save_every": 2, "keep": 10, "log_every": 1}
+SETTINGS |= {"steps_per_loop": 1, "dtype": "float32", "deterministic": True, "progress": False}
+
+
 def _settings(corpus, output, **kwargs):
-    values = dict(
-        train_steps=8,
-        batch_size=4,
-        save_every=2,
-        keep=10,
-        log_every=1,
-        steps_per_loop=1,
-        dtype="float32",
-        deterministic=True,
-        progress=False,
-    )
-    values.update(kwargs)
+    values = SETTINGS | kwargs
     return PretrainSettings(corpus, CONFIG, str(output), **values)
 
 
