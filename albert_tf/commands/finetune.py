@@ -13,10 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from albert_tf.finetune.defaults import help_text
     from albert_tf.finetune.settings import (
         OPTIMIZERS,
-        QUOTINGS,
         TASK_NAMES,
-        WINDOW_PLACEMENTS,
-        WINDOW_POOLINGS,
         cli_defaults,
     )
 
@@ -91,6 +88,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "test split)",
     )
     parser.add_argument("--dtype", choices=DTYPES, help="compute dtype (auto: the machine's best)")
+    _add_task_arguments(parser)
+    parser.add_argument("--no-serving", action="store_true", help="skip the serving SavedModel")
+    parser.set_defaults(**cli_defaults())
+
+
+def _add_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of some tasks only: columns, long-text windows, SQuAD."""
+    from albert_tf.finetune.settings import QUOTINGS, WINDOW_PLACEMENTS, WINDOW_POOLINGS
+
     text = parser.add_argument_group("classify/regress columns (name or 0-based index)")
     text.add_argument(
         "--text-column",
@@ -153,8 +159,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="v2.0: answer 'no answer' when its score beats the best span's by more than this",
     )
-    parser.add_argument("--no-serving", action="store_true", help="skip the serving SavedModel")
-    parser.set_defaults(**cli_defaults())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -86,6 +86,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--minutes", type=float, help="stop after this much wall time (saving a checkpoint)"
     )
+    _add_loop_arguments(parser)
+
+
+def _add_loop_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the loop runs: host loops, accumulation, XLA, determinism, preemption, the guard."""
     parser.add_argument(
         "--steps-per-loop",
         type=int,
