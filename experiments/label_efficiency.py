@@ -16,7 +16,8 @@ Protocol (fixed before any result was seen):
 
 Each run's result is a small JSON under experiments/results/label_efficiency/runs/ (committed as
 it finishes), so the script resumes where it stopped and spans sessions; `--report-only`
-rewrites `results.json`, `table.md` and the chart `label_efficiency.png` from them.
+rewrites `results.json`, `table.md` and the chart (docs/assets/albert_en_mini/label_efficiency.png)
+from them.
 
 Usage:
   nice -n 10 python experiments/label_efficiency.py               # everything, resumable
@@ -163,7 +164,9 @@ def report(results: Path) -> dict:
             f"{row['test_mean']:.3f} +- {row['test_se']:.3f} |"
         )
     (results / "table.md").write_text("\n".join(lines) + "\n")
-    _chart(rows, results / "label_efficiency.png")
+    assets = ROOT / "docs" / "assets" / MODEL
+    assets.mkdir(parents=True, exist_ok=True)
+    _chart(rows, assets / "label_efficiency.png")  # shown on the model's docs page
     print("\n".join(lines))
     return summary
 
