@@ -96,6 +96,7 @@ def render() -> str:
         else f"an intermediate checkpoint: step {step:,} of the {total:,} the run is set for "
         "(it resumes bit for bit across sessions; the card is rewritten when it ends)"
     )
+    size = f"{(TARGET.parent / 'weights.safetensors').stat().st_size / 1e6:.1f} MB"
     sources = "\n".join(
         f"| {name} | {what} | {manifest['sources'][name]} | {licence} |"
         for name, what, licence in SOURCES
@@ -122,7 +123,7 @@ sentence-order heads, SentencePiece model) or `albert_tf.pretrained.checkpoint_d
 ## Shape
 
 {_shape(config)}: {_parameters(config):,} parameters with both pretraining heads. Weights are
-stored as float16 (`weights.safetensors`, {{size}}); loading casts them to float32, which is exact,
+stored as float16 (`weights.safetensors`, {size}); loading casts them to float32, which is exact,
 and every figure below was measured on the stored weights.
 
 ## Data
@@ -180,15 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if the card is stale")
     args = parser.parse_args(argv)
     if args.check:
-        return 0 if TARGET.read_text() == rendered() else 1
-    TARGET.write_text(rendered())
+        return 0 if TARGET.read_text() == render() else 1
+    TARGET.write_text(render())
     return 0
-
-
-def rendered() -> str:
-    """The card as write() would write it."""
-    weights = TARGET.parent / "weights.safetensors"
-    return render().replace("{size}", f"{weights.stat().st_size / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":
