@@ -81,6 +81,24 @@ def test_finetune_from_the_name_and_from_random_of_the_same_shape(tmp_path, caps
         ).read_bytes()
 
 
+def test_pretrain_continues_from_the_name_with_its_config(tmp_path, capsys):
+    config = resolve_config(NAME)
+    records = tmp_path / "train.tfrecord"
+    helpers.write_pretraining_records(records, 8, vocab_size=config.vocab_size, seed=3)
+    args = ["pretrain", "--data", str(records), "--train-steps", "2", "--batch-size", "4"]
+    args += ["--save-every", "2", "--quiet"]
+    assert cli_main([*args, "--init", NAME, "--output", str(tmp_path / "run")]) == 0
+    assert AlbertConfig.from_json_file(tmp_path / "run" / CONFIG_FILE) == config
+    assert (tmp_path / "run" / "spm.model").read_bytes() == (
+        model_dir(NAME) / "spm.model"
+    ).read_bytes()
+    capsys.readouterr()
+    assert cli_main([*args, "--output", str(tmp_path / "other")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "--config" in error and "--init" in error
+    assert not (tmp_path / "other").exists()
+
+
 def test_evaluate_and_export_take_the_name(tmp_path, capsys):
     config = resolve_config(NAME)
     helpers.write_pretraining_records(

@@ -33,7 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="glob(s) of training TFRecords, comma-separated (local or gs://)",
     )
-    parser.add_argument("--config", required=True, help="preset name or albert_config.json")
+    parser.add_argument(
+        "--config",
+        help="preset name or albert_config.json (default with --init: the init checkpoint's)",
+    )
     parser.add_argument(
         "--output",
         required=True,
@@ -142,9 +145,14 @@ def _add_loop_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from albert_tf.errors import ConfigError
     from albert_tf.pretraining.preemption import EXIT_PREEMPTED, EXIT_WORKER_LOST, WorkerLost
     from albert_tf.pretraining.trainer import pretrain
 
+    if args.config is None:
+        if not args.init_checkpoint:
+            raise ConfigError("pretrain needs --config (a preset or albert_config.json) or --init")
+        args.config = args.init_checkpoint  # a checkpoint directory or a shipped model's name
     try:
         result = pretrain(PretrainSettings.from_args(args))
     except WorkerLost as e:
