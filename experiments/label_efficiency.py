@@ -209,8 +209,12 @@ def report(results: Path) -> dict:
             mine = [r for r in records if r["arm"] == arm and r["size"] == n]
             if not mine:
                 continue
+            if len(mine) < len(LEARNING_RATES) * len(SELECT_SEEDS):
+                continue  # the pick is not made yet
             rate = picked_rate(mine)
             final = [r for r in mine if r["learning_rate"] == rate]
+            if len(final) < len(SEEDS):
+                continue  # not every seed has run
             test = mean_se([r["test_accuracy"] for r in final])
             dev = mean_se([r["dev_accuracy"] for r in final])
             rows.append(
@@ -225,7 +229,7 @@ def report(results: Path) -> dict:
                     "dev_se": dev[1],
                 }
             )
-    summary = {"model": MODEL, "rows": rows}
+    summary = {"model": MODEL, "rows": rows, "gaps": gaps(rows)}
     (results / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
     lines = [
         "| labels | init | learning rate (dev pick) | seeds | dev accuracy | test accuracy |",
@@ -237,12 +241,39 @@ def report(results: Path) -> dict:
             f"{len(row['seeds'])} | {row['dev_mean']:.3f} +- {row['dev_se']:.3f} | "
             f"{row['test_mean']:.3f} +- {row['test_se']:.3f} |"
         )
+    lines += ["", "| labels | arm - random init, test accuracy (points, +- SE) |", "|---|---|"]
+    for gap in summary["gaps"]:
+        lines.append(
+            f"| {gap['labels']:,} | {gap['arm']}: {100 * gap['mean']:+.1f} +- "
+            f"{100 * gap['se']:.1f} |"
+        )
     (results / "table.md").write_text("\n".join(lines) + "\n")
     assets = ROOT / "docs" / "assets" / MODEL
     assets.mkdir(parents=True, exist_ok=True)
     _chart(rows, assets / "label_efficiency.png")  # shown on the model's docs page
     print("\n".join(lines))
     return summary
+
+
+def gaps(rows: list[dict]) -> list[dict]:
+    """Each arm's test accuracy minus random init's at the same size; the standard error of a
+    difference of independent means (the arms' seeds draw the same subsets, so this is
+    conservative)."""
+    random_init = {r["labels"]: r for r in rows if r["arm"] == "random"}
+    out = []
+    for row in rows:
+        base = random_init.get(row["labels"])
+        if row["arm"] != "random" and base is not None:
+            se = math.hypot(row["test_se"], base["test_se"])
+            out.append(
+                {
+                    "labels": row["labels"],
+                    "arm": row["arm"],
+                    "mean": row["test_mean"] - base["test_mean"],
+                    "se": se,
+                }
+            )
+    return out
 
 
 def _chart(rows: list[dict], path: Path) -> None:

@@ -58,6 +58,13 @@ def _parameters(config: dict) -> int:
     return parameter_breakdown(AlbertConfig.from_dict(config))["total"]
 
 
+ARM_NAMES = {
+    "pretrained": "albert_en_mini",
+    "random": "random",
+    "tapt": "albert_en_mini + task-adaptive pretraining",
+}
+
+
 def _downstream(label_efficiency: dict | None) -> list[str]:
     if label_efficiency is None or not label_efficiency.get("rows"):
         return [
@@ -74,10 +81,18 @@ def _downstream(label_efficiency: dict | None) -> list[str]:
     ]
     for row in label_efficiency["rows"]:
         lines.append(
-            f"| {row['labels']:,} | {'albert_en_mini' if row['arm'] == 'pretrained' else 'random'}"
+            f"| {row['labels']:,} | {ARM_NAMES[row['arm']]}"
             f" | {row['learning_rate']:g} | {len(row['seeds'])} | "
             f"{row['test_mean']:.3f} +- {row['test_se']:.3f} |"
         )
+    gaps = [
+        f"{gap['labels']:,} labels, {ARM_NAMES[gap['arm']]}: {100 * gap['mean']:+.1f} +- "
+        f"{100 * gap['se']:.1f} points"
+        for gap in label_efficiency.get("gaps", [])
+    ]
+    if gaps:
+        lines += ["", "Against random init (test accuracy, +- SE of the difference): "]
+        lines[-1] += "; ".join(gaps) + "."
     return lines
 
 
