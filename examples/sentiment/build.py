@@ -69,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         text = read_snippets(Path(args.sdist))
     except (tarfile.TarError, KeyError) as error:
-        print(f"build.py: {args.sdist} is not the vaderSentiment 3.3.2 sdist ({error})", file=sys.stderr)
+        print(
+            f"build.py: {args.sdist} is not the vaderSentiment 3.3.2 sdist ({error})",
+            file=sys.stderr,
+        )
         return 2
     for name, rows in split(labeled_rows(text)).items():
         with atomic_file(Path(args.output) / f"{name}.tsv") as tmp:
