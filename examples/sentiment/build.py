@@ -2,10 +2,12 @@
 
 The source is `amazonReviewSnippets_GroundTruth.txt` of the VADER ground truth, inside the
 vaderSentiment 3.3.2 sdist (MIT licence; `additional_resources/hutto_ICWSM_2014.tar.gz`): 3,708
-sentences from Amazon product reviews, each with the mean of 20 human ratings from -4 to +4.
-A rating above 0 is `positive`, below 0 `negative`; the 98 rated exactly 0 are dropped. The
-rows are shuffled with seed 0 and split 80/10/10, the split experiments/finetune_defaults.py
-chose albert_en_mini's fine-tuning defaults on (train and dev only; test was never read).
+sentences from Amazon product reviews, each with the mean of at least 20 people's ratings from
+-4 to +4. A mean above 0 is `positive`, below 0 `negative`; the 98 rated exactly 0 are
+dropped. The rows are shuffled with seed 0 and split 80/10/10, the split
+experiments/finetune_defaults.py chose albert_en_mini's fine-tuning defaults on (train and dev
+only; test was never read). README.md here says more; LICENSE-vaderSentiment.txt is the
+sdist's licence.
 
 The committed TSVs are what users read; this script only rebuilds them. It reads the sdist and
 downloads nothing:
