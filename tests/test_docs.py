@@ -333,6 +333,16 @@ def test_site_builds_in_strict_mode(tmp_path):
     assert (tmp_path / "site" / "reference" / "api" / "model" / "index.html").is_file()
     page = (tmp_path / "site" / "reference" / "api" / "model" / "index.html").read_text()
     assert "AlbertEncoder" in page and "fonts.googleapis" not in page
+    # SentencePiece's special pieces look like HTML tags: outside backticks the browser hides
+    # them, so a docstring's "<unk>" would read as nothing.
+    data = (tmp_path / "site" / "reference" / "api" / "data" / "index.html").read_text()
+    assert "&lt;unk&gt;" in data
+    hidden = [
+        str(path.relative_to(tmp_path / "site"))
+        for path in (tmp_path / "site").rglob("*.html")
+        if re.search(r"<(unk|pad)>", path.read_text())
+    ]
+    assert not hidden, f"<unk> or <pad> outside backticks, hidden as an HTML tag: {hidden}"
 
 
 def test_readme_is_short_and_ci_finds_its_two_commands():
