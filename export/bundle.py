@@ -171,10 +171,14 @@ def export_bundle(
 
 
 def export_finetuned(
-    finetuned_dir: str | os.PathLike, onnx: bool = False, hf: bool = False, keras_hub: bool = False
+    finetuned_dir: str | os.PathLike,
+    onnx: bool = False,
+    hf: bool = False,
+    keras_hub: bool = False,
+    tflite: bool = False,
 ) -> dict[str, dict[str, Any] | None]:
     """`export --finetuned DIR`: the writers of `export.writers.FINETUNED_WRITERS` asked for,
-    each into its directory in `finetuned_dir` (`onnx/`, `hf/`, `keras_hub/`), replacing an
+    each into its directory in `finetuned_dir` (`onnx/`, `hf/`, `keras_hub/`, `tflite/`), replacing an
     earlier one atomically; returns the reports by writer name.
 
     Every writer's check runs before the model is loaded (once, for all of them) and anything
@@ -183,7 +187,7 @@ def export_finetuned(
     """
     from albert_tf.finetune.predict import load_finetuned
 
-    asked = {"onnx": onnx, "hf": hf, "keras_hub": keras_hub}
+    asked = {"onnx": onnx, "hf": hf, "keras_hub": keras_hub, "tflite": tflite}
     writers = [w for w in FINETUNED_WRITERS if asked.get(w.name)]
     finetuned_dir = Path(finetuned_dir)
     source = ExportSource(finetuned_dir=finetuned_dir)

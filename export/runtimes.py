@@ -48,7 +48,7 @@ def check_runtime(runtime: str) -> None:
         require_onnxruntime()
 
 
-def _float32_copy(encoder: Any) -> Any:
+def float32_copy(encoder: Any) -> Any:
     """A float32 `AlbertEncoder` with `encoder`'s weights (a model fine-tuned in bfloat16 keeps
     float32 variables; the exports compute in float32 before quantizing)."""
     from albert_tf.dtypes import keras_policy
@@ -77,7 +77,7 @@ def runtime_encoder(
             "one wraps a TF-Hub encoder, which runs with --runtime tf"
         )
     start = time.perf_counter()
-    encoder = _float32_copy(encoder)
+    encoder = float32_copy(encoder)
     with tempfile.TemporaryDirectory(prefix="albert-tf-runtime-") as tmp:
         path = Path(tmp) / f"encoder_int8.{runtime}"
         if runtime == "tflite":

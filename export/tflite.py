@@ -1,10 +1,18 @@
-"""TFLite export of the encoder: float32 and dynamic-range int8, at a fixed sequence length.
+"""TFLite export of the encoder, and of a fine-tuned classifier: float32 and dynamic-range
+int8, at a fixed sequence length.
 
-Both files have one signature, `serving_default`, with inputs `input_word_ids`, `input_mask`,
+The encoder's files have one signature, `serving_default`, with inputs `input_word_ids`, `input_mask`,
 `input_type_ids` (int32 [B, seq_length]; B is resized on demand) and outputs `pooled_output`
 [B, H] and `sequence_output` [B, seq_length, H], float32. Dynamic-range quantization stores the
 weight matrices as int8 (tensors of at least 1024 elements) and computes in float. The tanh GELU
 is one GELU operator per block (`albert_tf.activations.gelu_as_one_op`).
+
+A fine-tuned classifier (`export --finetuned DIR --tflite`) goes to `DIR/tflite/`:
+`classifier_float32.tflite` and `classifier_int8.tflite` take the same three inputs at the model's
+`max_seq_length` and return `logits` and `probabilities` [B, L] (the encoder in float32, whatever
+the dtype it was fine-tuned in), with `labels.txt` (one label per line, in the order of the
+probabilities), `spm.model` (the tokenizer: the ids are `[CLS]`, the text's pieces, `[SEP]`,
+then `<pad>`; the mask 1 over the tokens) and `report.json` (how each file agrees with `serving/` on probe sentences).
 """
 
 from __future__ import annotations
@@ -18,16 +26,23 @@ import tensorflow as tf
 
 from albert_tf.activations import gelu_as_one_op
 from albert_tf.encoder import AlbertEncoder
+from albert_tf.errors import ExportError
 from albert_tf.runtimes import tflite_runner
 from export.encoder import ENCODER_INPUTS
 
 TFLITE_FILES = {"float32": "encoder_float32.tflite", "int8": "encoder_int8.tflite"}
 TFLITE_OUTPUTS = ("pooled_output", "sequence_output")
+CLASSIFIER_FILES = {"float32": "classifier_float32.tflite", "int8": "classifier_int8.tflite"}
+LABELS_FILE = "labels.txt"
 
 
-def tflite_converters(encoder: AlbertEncoder, seq_length: int) -> dict[str, Any]:
+def tflite_converters(
+    encoder: AlbertEncoder, seq_length: int, head: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, Any]:
     """`{"float32": converter, "int8": converter}` for the encoder in inference mode; both share
-    one traced function. The int8 converter applies dynamic-range quantization."""
+    one traced function. The int8 converter applies dynamic-range quantization. With `head` (a
+    classifier's kernel [H, L] and bias [L] on `pooled_output`, float32), the files return its
+    `logits` and their `probabilities` instead of the encoder's outputs."""
     specs = [tf.TensorSpec([None, seq_length], tf.int32, name=name) for name in ENCODER_INPUTS]
 
     @tf.function(input_signature=specs, autograph=False)
@@ -36,7 +51,11 @@ def tflite_converters(encoder: AlbertEncoder, seq_length: int) -> dict[str, Any]
             input_word_ids=input_word_ids, input_mask=input_mask, input_type_ids=input_type_ids
         )
         outputs = encoder(inputs, training=False)
-        return {key: outputs[key] for key in TFLITE_OUTPUTS}
+        if head is None:
+            return {key: outputs[key] for key in TFLITE_OUTPUTS}
+        kernel, bias = (tf.constant(w, tf.float32) for w in head)
+        logits = tf.matmul(tf.cast(outputs["pooled_output"], tf.float32), kernel) + bias
+        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
 
     with gelu_as_one_op():  # one GELU operator per layer in the files
         concrete = serve.get_concrete_function()
@@ -113,3 +132,94 @@ def write_tflite(source: Any, target: Path) -> dict[str, Any]:
     """The `tflite` writer (`export.writers`): `export_tflite` of the checkpoint's encoder,
     compared with the encoder SavedModel of the same export."""
     return export_tflite(source.checkpoint.encoder, target, source.seq_length, source.encoder_dir)
+
+
+def check_tflite_classifier(source: Any) -> None:
+    """The fine-tuned `tflite` writer's check: ExportError unless the model is a classifier of
+    one window per text whose encoder is an albert-tf one (not a TF-Hub SavedModel)."""
+    from albert_tf.finetune.directory import read_metadata
+
+    metadata = read_metadata(source.finetuned_dir)
+    settings = metadata["settings"]
+    if settings["task"] != "classify" or (settings.get("max_windows") or 1) > 1:
+        raise ExportError(
+            "TFLite export of fine-tuned models covers classify tasks of one window per text; "
+            f"this one is {settings['task']} with --max-windows {settings.get('max_windows')}"
+        )
+    if metadata["encoder"] == "hub":
+        raise ExportError(
+            "TFLite export needs a model fine-tuned from an albert-tf checkpoint; this one wraps "
+            "a TF-Hub encoder (export it with --onnx or use serving/)"
+        )
+
+
+def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
+    """The fine-tuned `tflite` writer (`export.writers`): the files of the module docstring
+    into `target`, checked against the model's `serving/` on probe sentences; returns the
+    report."""
+    import shutil
+
+    import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
+
+    from albert_tf.config import SP_MODEL_FILE
+    from albert_tf.finetune.directory import SERVING_DIR
+    from export.runtimes import float32_copy
+
+    finetuned = source.finetuned
+    settings = finetuned.task.settings
+    seq_length = settings.max_seq_length
+    labels = [str(label) for label in settings.labels]
+    encoder = float32_copy(finetuned.model.encoder)
+    head = tuple(np.asarray(w, np.float32) for w in finetuned.model.task_head.dense.get_weights())
+    (target / LABELS_FILE).write_text("\n".join(labels) + "\n", encoding="utf-8")
+    shutil.copyfile(source.finetuned_dir / SP_MODEL_FILE, target / SP_MODEL_FILE)
+
+    texts, pairs = probe_sentences(2 if settings.has_pair else 1)
+    inputs = classifier_inputs(finetuned.tokenizer, texts, pairs, seq_length)
+    serving = tf.saved_model.load(str(source.finetuned_dir / SERVING_DIR))
+    feed = {"text": tf.constant(texts)}
+    if pairs is not None:
+        feed["text_pair"] = tf.constant(pairs)
+    expected = serving.signatures["serving_default"](**feed)["probabilities"].numpy()
+    report: dict[str, Any] = {
+        "seq_length": seq_length,
+        "labels": labels,
+        "serving_dtype": finetuned.metadata.get("dtype", "float32"),
+        "against_serving": {},
+    }
+    for kind, converter in tflite_converters(encoder, seq_length, head).items():
+        path = target / CLASSIFIER_FILES[kind]
+        path.write_bytes(converter.convert())
+        got = tflite_runner(path)(inputs)["probabilities"]
+        report["against_serving"][path.name] = {
+            "bytes": path.stat().st_size,
+            "label_agreement": float(np.mean(got.argmax(-1) == expected.argmax(-1))),
+            "probabilities_max_abs_diff": float(np.abs(got - expected).max()),
+        }
+    return report
+
+
+def probe_sentences(num_segments: int) -> tuple[list[str], list[str] | None]:
+    """16 English sentences (pydoc help topics) as texts, and 16 others as their pairs for a
+    pair task (None for one segment)."""
+    from preprocess.corpus import pydoc_topic_documents
+
+    sentences = [s for _, doc in pydoc_topic_documents() for s in doc][:32]
+    return sentences[:16], (sentences[16:] if num_segments == 2 else None)
+
+
+def classifier_inputs(
+    tokenizer: Any, texts: list[str], pairs: list[str] | None, seq_length: int
+) -> dict[str, np.ndarray]:
+    """The three int32 inputs of a classifier file for `texts` (and `pairs`), packed as
+    fine-tuning packs them (`albert_tf.finetune.features.pack`)."""
+    from albert_tf.finetune.features import pack
+
+    rows = [
+        pack(tokenizer, tokenizer.encode(text), tokenizer.encode(pairs[i]) if pairs else None,
+             seq_length)[:3]
+        for i, text in enumerate(texts)
+    ]  # fmt: skip
+    return {
+        name: np.array([row[k] for row in rows], np.int32) for k, name in enumerate(ENCODER_INPUTS)
+    }

@@ -109,6 +109,9 @@ FINETUNED_WRITERS = (
     Writer("keras_hub", "keras_hub", "keras-hub", "finetuned", "keras-hub",
            "export.keras_hub:write_keras_hub_finetuned", "export.keras_hub:check_keras_hub",
            report=True),
+    Writer("tflite", "tflite", "TFLite classifier", "finetuned", None,
+           "export.tflite:write_tflite_classifier", "export.tflite:check_tflite_classifier",
+           report=True),
 )  # fmt: skip
 
 

@@ -81,3 +81,56 @@ def test_gelu_is_one_operator_per_block_and_the_same_function(sp_export, kind):
         outputs = tflite_runner(path)(inputs)
         for name in ("pooled_output", "sequence_output"):
             np.testing.assert_allclose(outputs[name], expected[name].numpy(), atol=1e-5)
+
+
+def test_a_fine_tuned_classifier_exports_to_tflite_as_serving_computes(tmp_path, fixtures_dir):
+    """`export --finetuned DIR --tflite`: token ids in, serving/'s probabilities out (float32
+    within 1e-4, int8 the same labels), the labels and tokenizer beside the files; a second
+    export refuses to replace tflite/; a task the files cannot compute is one line, exit 2."""
+    import json
+    from types import SimpleNamespace
+
+    import tensorflow_text  # noqa: F401  (serving/'s tokenizer ops)
+
+    from albert_tf.cli import main
+    from albert_tf.errors import ExportError
+    from albert_tf.finetune.predict import load_finetuned
+    from export.tflite import CLASSIFIER_FILES, check_tflite_classifier, classifier_inputs
+
+    rows = [(f"the film {w} was {m}", label) for w, m, label in [("plot", "great", "pos"),
+            ("cast", "awful", "neg")] * 12]  # fmt: skip
+    (tmp_path / "train.tsv").write_text(
+        "sentence1\tsentence2\tlabel\n" + "".join(f"{t}\tit felt so\t{y}\n" for t, y in rows)
+    )
+    model = tmp_path / "model"
+    args = ["finetune", "--task", "classify", "--train", str(tmp_path / "train.tsv")]
+    args += ["--init", "random", "--config", str(helpers.write_config(tmp_path))]
+    args += ["--sp-model", str(fixtures_dir / "tokenizer" / "spm.model"), "--output", str(model)]
+    args += ["--epochs", "1", "--max-seq-length", "16", "--dtype", "float32", "--quiet"]
+    assert main(args) == 0
+    assert main(["export", "--finetuned", str(model), "--tflite"]) == 0
+    folder = model / "tflite"
+    assert (folder / "labels.txt").read_text().split() == ["neg", "pos"]
+    assert (folder / "spm.model").read_bytes() == (model / "spm.model").read_bytes()
+
+    texts, pairs = ["the plot was great", "awful", ""], ["it felt great", "", "x"]
+    inputs = classifier_inputs(load_finetuned(model).tokenizer, texts, pairs, 16)
+    assert inputs["input_type_ids"].sum() > 0  # the pair is segment 1
+    serving = tf.saved_model.load(str(model / "serving")).signatures["serving_default"]
+    want = serving(text=tf.constant(texts), text_pair=tf.constant(pairs))["probabilities"].numpy()
+    for kind, name in CLASSIFIER_FILES.items():
+        got = tflite_runner(folder / name)(inputs)
+        np.testing.assert_array_equal(got["probabilities"].argmax(-1), want.argmax(-1))
+        atol = 1e-4 if kind == "float32" else 2e-2
+        np.testing.assert_allclose(got["probabilities"], want, atol=atol, err_msg=name)
+        np.testing.assert_allclose(got["probabilities"], tf.nn.softmax(got["logits"]), atol=1e-6)
+    report = json.loads((folder / "report.json").read_text())
+    assert report["against_serving"][CLASSIFIER_FILES["float32"]]["label_agreement"] == 1.0
+    assert report["seq_length"] == 16 and report["labels"] == ["neg", "pos"]
+
+    assert main(["export", "--finetuned", str(model), "--tflite"]) == 2
+    metadata = json.loads((model / "finetune.json").read_text())
+    metadata["settings"]["task"] = "regress"
+    (model / "finetune.json").write_text(json.dumps(metadata))
+    with pytest.raises(ExportError, match="classify tasks of one window per text"):
+        check_tflite_classifier(SimpleNamespace(finetuned_dir=model))

@@ -32,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tflite",
         action="store_true",
-        help="also write tflite/encoder_float32.tflite and tflite/encoder_int8.tflite",
+        help="also write tflite/encoder_float32.tflite and tflite/encoder_int8.tflite; with "
+        "--finetuned, DIR/tflite/ (classifier_float32.tflite, classifier_int8.tflite, "
+        "labels.txt, spm.model)",
     )
     parser.add_argument(
         "--onnx",
@@ -67,7 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="instead: export a `finetune` output beside DIR/serving/: with --onnx, the "
         "raw-string classifier to DIR/onnx/ (classifier.onnx, classifier_int8.onnx); with "
-        "--hf, DIR/hf/; with --keras-hub, its keras-hub preset to DIR/keras_hub/",
+        "--hf, DIR/hf/; with --keras-hub, its keras-hub preset to DIR/keras_hub/; with "
+        "--tflite, the token-ids classifier to DIR/tflite/",
     )
     parser.add_argument(
         "--from-hub",
@@ -77,7 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace an existing --output (with --finetuned: DIR/onnx/, DIR/hf/, DIR/keras_hub/)",
+        help="replace an existing --output (with --finetuned: DIR/onnx/, DIR/hf/, DIR/keras_hub/, "
+        "DIR/tflite/)",
     )
 
 
@@ -92,21 +96,20 @@ def run(args: argparse.Namespace) -> int:
     from albert_tf.io_utils import check_output_path
 
     if args.finetuned:
-        extra = args.output or args.checkpoint or args.from_hub or args.tflite
-        if not (args.onnx or args.hf or args.keras_hub) or extra:
+        formats = {name: getattr(args, name) for name in ("onnx", "hf", "keras_hub", "tflite")}
+        if not any(formats.values()) or args.output or args.checkpoint or args.from_hub:
             raise ExportError(
-                "--finetuned DIR takes --onnx, --hf and/or --keras-hub and writes DIR/onnx/, "
-                "DIR/hf/, DIR/keras_hub/: no --output, --checkpoint, --from-hub or --tflite"
+                "--finetuned DIR takes --onnx, --hf, --keras-hub and/or --tflite and writes "
+                "DIR/onnx/, DIR/hf/, DIR/keras_hub/, DIR/tflite/: no --output, --checkpoint or "
+                "--from-hub"
             )
         # Every check before any folder is written.
-        for wanted, folder in ((args.onnx, "onnx"), (args.hf, "hf"), (args.keras_hub, "keras_hub")):
+        for folder, wanted in formats.items():
             if wanted:
                 check_output_path(Path(args.finetuned) / folder, args.overwrite)
         from export.bundle import export_finetuned
 
-        reports = export_finetuned(
-            args.finetuned, onnx=args.onnx, hf=args.hf, keras_hub=args.keras_hub
-        )
+        reports = export_finetuned(args.finetuned, **formats)
         if "onnx" in reports:
             _print_finetuned_onnx_report(args.finetuned, reports["onnx"])
         if "hf" in reports:
@@ -116,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
         if "keras_hub" in reports:
             print(f"wrote {args.finetuned}/keras_hub")
             _print_keras_hub_report(reports["keras_hub"])
+        if "tflite" in reports:
+            print(f"wrote {args.finetuned}/tflite")
+            _print_agreement(reports["tflite"])
         return 0
     if not args.output:
         raise ExportError("--output is required")
@@ -188,9 +194,14 @@ def _print_bundle(bundle: Any) -> None:
 
 def _print_finetuned_onnx_report(finetuned: str, report: dict) -> None:
     print(f"wrote {finetuned}/onnx: fused {report['fused_ops']}")
+    _print_agreement(report)
+
+
+def _print_agreement(report: dict) -> None:
+    """How each file of a fine-tuned export agrees with serving/ on the probe texts."""
     if report["serving_dtype"] != "float32":
         print(
-            f"  serving/ computes in {report['serving_dtype']} (fine-tuned so), the ONNX "
+            f"  serving/ computes in {report['serving_dtype']} (fine-tuned so), the exported "
             "classifiers in float32 and int8: their probabilities differ by its rounding too"
         )
     for name, agreement in report["against_serving"].items():

@@ -11,7 +11,7 @@ writes one from a keras-hub classifier, and `predict`, `serving` and every expor
   ("checkpoint" or "hub"), the dtype, every setting (`FinetuneSettings.record`) and the run's
   history;
 - `serving/`: the strings-in serving SavedModel (`finetune.serving`);
-- beside them, what `export --finetuned` writes (`onnx/`, `hf/`, `keras_hub/`, named by
+- beside them, what `export --finetuned` writes (`onnx/`, `hf/`, `keras_hub/`, `tflite/`, named by
   `export.writers.FINETUNED_WRITERS`).
 """
 
