@@ -1,5 +1,6 @@
 """The divergence guard: spikes and non-finite losses or weights roll back, resume stays exact,
-no checkpoint holds a NaN, and a run that keeps diverging stops with one line (exit 2)."""
+no checkpoint holds a NaN, and a run that keeps diverging stops with one line (exit 2); a run
+that stalls at the commonest piece says so."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.cli import main as cli_main
-from albert_tf.pretraining.guard import GUARD_FILE, MIN_HISTORY, DivergenceError, DivergenceGuard
+from albert_tf.pretraining.guard import (
+    GUARD_FILE,
+    MIN_HISTORY,
+    DivergenceError,
+    DivergenceGuard,
+    commonest_share,
+    stalled,
+)
 from albert_tf.pretraining.loop import TrainLoop
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
@@ -58,6 +66,17 @@ def test_rollbacks_halve_the_rate_record_the_skips_and_run_out(tmp_path):
         again = DivergenceGuard(spike_factor=1.5, max_rollbacks=2, record=record)
         again.load(resumed)
         assert len(again.rollbacks) == expected
+
+
+def test_the_stall_baseline_is_the_commonest_masked_piece_by_weight():
+    batches = [
+        {"masked_lm_ids": np.array([[1, 1, 2]]), "masked_lm_weights": np.array([[1.0, 1, 1]])},
+        {"masked_lm_ids": np.array([[3, 0, 0]]), "masked_lm_weights": np.array([[1.0, 0, 0]])},
+    ]
+    assert commonest_share(batches) == 0.5  # piece 1: 2 of the 4 weighted positions
+    assert math.isnan(commonest_share([]))
+    assert "stalled" in stalled(0.042, 0.041) and "0.0410" in stalled(0.05, 0.041)
+    assert stalled(0.06, 0.041) is None and stalled(0.05, math.nan) is None
 
 
 # === In a run ===
@@ -164,3 +183,17 @@ def test_a_run_that_keeps_diverging_stops_with_one_line(corpus, tmp_path, monkey
     line = helpers.one_error_line(capsys.readouterr().err, "pretrain")
     assert "diverged at step" in line and "after 2 rollbacks" in line
     assert _all_checkpoints_finite(output) == [2]
+
+
+def test_a_run_that_learns_no_context_says_so(corpus, tmp_path, capsys):
+    """Random pieces cannot be learned: after 8 steps the held-out MLM accuracy is at the
+    commonest piece's share or below, and pretrain ends with the stall warning (exit 0)."""
+    config = tmp_path / "config.json"
+    CONFIG.to_json_file(config)
+    output = tmp_path / "run"
+    args = ["pretrain", "--data", corpus, "--eval-data", corpus, "--config", str(config)]
+    args += ["--output", str(output), "--train-steps", "8", "--batch-size", "4", "--quiet"]
+    assert cli_main(args) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning: held-out MLM")]
+    assert len(warnings) == 1 and "stalled" in warnings[0], err[-2000:]

@@ -175,5 +175,7 @@ def run(args: argparse.Namespace) -> int:
         final = result.eval_history[-1]
         accuracies = [f"{k} {v:.4f}" for k, v in final.items() if k.endswith("_accuracy")]
         print(f"held-out: {', '.join(accuracies)}, loss {final['loss']:.4f}")
+    if result.stalled:
+        print(f"warning: {result.stalled}", file=sys.stderr)
     print(f"checkpoints: {result.output_dir}")
     return 0

@@ -19,6 +19,11 @@ lowered the learning rate. The guard does both, on the host, after every loop:
 Each rollback is recorded in `guard.json` in the run directory (written before training goes
 on), so a resumed run reads the data from the same place and uses the same learning-rate scale
 as the run that rolled back: resumption stays exact. The reference level starts again on resume.
+
+A run can also fail without a spike: it **stalls** (transformers#4727, loss stuck at 7.27), its
+model predicting the commonest pieces whatever the context. `stalled` tells so at the end of a
+run with held-out data: its MLM accuracy is no better than always answering the commonest masked
+piece of that data (`commonest_share`), and `pretrain` says so in one line.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ MIN_HISTORY = 5  # loops before a spike can be called
 LR_DECAY = 0.5  # learning-rate factor per rollback
 DEFAULT_SPIKE_FACTOR = 1.5
 DEFAULT_MAX_ROLLBACKS = 3
+STALL_MARGIN = 0.01  # MLM accuracy within this of the commonest piece's share: learned no context
 
 
 class DivergenceError(AlbertError):
@@ -136,3 +142,32 @@ class DivergenceGuard:
         self.recent.clear()  # the level after a rollback is the restored one, at a lower rate
         self.save()
         return rollback
+
+
+def commonest_share(batches) -> float:
+    """The MLM accuracy of always answering the most frequent masked piece of `batches` (model
+    batches with `masked_lm_ids` and `masked_lm_weights`), weighted as the MLM accuracy is; nan
+    without masked positions."""
+    import numpy as np
+
+    counts = np.zeros(0)
+    for batch in batches:
+        ids = np.asarray(batch["masked_lm_ids"]).ravel()
+        weights = np.asarray(batch["masked_lm_weights"], np.float64).ravel()
+        found = np.bincount(ids, weights=weights)
+        size = max(len(counts), len(found))
+        counts = np.pad(counts, (0, size - len(counts))) + np.pad(found, (0, size - len(found)))
+    total = counts.sum()
+    return float(counts.max() / total) if total > 0 else math.nan
+
+
+def stalled(mlm_accuracy: float, baseline: float) -> str | None:
+    """One line when a run's held-out MLM accuracy is no better than `baseline`
+    (`commonest_share` of the held-out data) plus STALL_MARGIN; None when it learned more."""
+    if math.isnan(baseline) or mlm_accuracy > baseline + STALL_MARGIN:
+        return None
+    return (
+        f"held-out MLM accuracy {mlm_accuracy:.4f} is no better than always answering the "
+        f"commonest piece ({baseline:.4f}): the run stalled and learned no context; try a lower "
+        "--learning-rate, more --warmup-steps or more steps"
+    )

@@ -51,7 +51,13 @@ from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError, DataError
 from albert_tf.io_utils import gfile_errors, is_file, is_remote, join, path_str
 from albert_tf.pretraining import data as data_lib
-from albert_tf.pretraining.guard import GUARD_FILE, DivergenceError, DivergenceGuard
+from albert_tf.pretraining.guard import (
+    GUARD_FILE,
+    DivergenceError,
+    DivergenceGuard,
+    commonest_share,
+    stalled,
+)
 from albert_tf.pretraining.loop import SUM_KEYS, TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
 from albert_tf.pretraining.preemption import StopSignals, lost_worker, restorable_checkpoint
@@ -84,6 +90,10 @@ class PretrainResult:
     last_save_seconds: float = 0.0
     preempted: str | None = None  # the signal that stopped the run (SIGTERM, SIGINT), if any
     rollbacks: list[dict] = dataclasses.field(default_factory=list)  # the guard's, this run's
+    # Held-out MLM accuracy of always answering the commonest masked piece, and the guard's
+    # line when the run's final accuracy is no better (guard.stalled); None without eval data.
+    mlm_baseline: float | None = None
+    stalled: str | None = None
 
 
 def check_xla(use_xla: bool, device: str, replicas: int) -> None:
@@ -324,6 +334,7 @@ class _HostLoop:
         )
         self.show_progress = chief and settings.progress
         self.eval_set = None
+        self.eval_spec = eval_spec
         self.eval_files = eval_spec.files if eval_spec is not None else ()
         if eval_spec is not None:
             self.eval_set = distribute(
@@ -361,6 +372,16 @@ class _HostLoop:
         self.result.eval_history.append({"step": at_step, **metrics})
         accuracies = " ".join(f"{k}={v:.4f}" for k, v in metrics.items() if k.endswith("accuracy"))
         self.log(f"eval step {at_step}: {accuracies} loss={metrics['loss']:.4f}")
+
+    def check_stall(self, final: dict) -> None:
+        """Sets the result's MLM baseline and, when the final accuracy is no better, its
+        stall line (guard.stalled)."""
+        batches = data_lib.eval_dataset(
+            self.eval_spec, self.settings.batch_size, max_examples=self.settings.max_eval_examples
+        )
+        with _shard_errors(self.eval_files, "held-out", self.manager):
+            self.result.mlm_baseline = commonest_share(batches)
+        self.result.stalled = stalled(final["mlm_accuracy"], self.result.mlm_baseline)
 
     def save(self, step: int) -> None:
         begin = time.monotonic()
@@ -526,6 +547,8 @@ class _HostLoop:
         # evaluated already.
         if result.preempted is None and self.evaluated_step != step:
             self.evaluate(step)
+        if result.preempted is None and result.eval_history:
+            self.check_stall(result.eval_history[-1])
         result.step = step
         result.last_save_seconds = self.save_seconds
         return result
