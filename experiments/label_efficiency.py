@@ -56,12 +56,17 @@ SIZES = (100, 300, 1000, 0)  # 0: every training label
 LEARNING_RATES = (1e-4, 3e-4, 1e-3)
 SELECT_SEEDS = (1, 2)
 SEEDS = (1, 2, 3, 4, 5)
-ARMS = ("pretrained", "random", "tapt")
+ARMS = ("pretrained", "random", "tapt", "bow")
 ARM_LABELS = {
     "pretrained": MODEL,
     "random": "random init, same shape",
     "tapt": f"{MODEL} + task-adaptive pretraining",
+    "bow": "bag of words (TF-IDF + logistic regression)",
 }
+# The floor without a network: scikit-learn's TF-IDF of word uni- and bigrams and a logistic
+# regression on the same subsets, its C picked on dev as the learning rate is (`learning_rate`
+# holds C in its records).
+GRIDS = {"bow": (0.1, 1.0, 10.0)}
 MIN_STEPS = 200
 # Task-adaptive pretraining, chosen before its first run: one sentence per document (SOP splits a
 # sentence in two), sequences of 64 as the fine-tuning uses, 10 maskings of the text, 2,000 LAMB
@@ -151,6 +156,47 @@ def build_tapt(paths: dict[str, Path], work: Path) -> Path:
     return run
 
 
+def grid(arm: str) -> tuple[float, ...]:
+    """The values the dev pick chooses from: learning rates, or the bag of words' C."""
+    return GRIDS.get(arm, LEARNING_RATES)
+
+
+def _rows(path: Path) -> tuple[list[str], list[str]]:
+    lines = [line.rsplit("\t", 1) for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+    return [text for text, _ in lines], [label for _, label in lines]
+
+
+def bag_of_words(task: dict[str, Path], c: float, seed: int) -> dict:
+    """The bag-of-words arm's run: TF-IDF + logistic regression (C = `c`) on `task["train"]`,
+    scored on dev and test."""
+    import time
+
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import f1_score
+
+    started = time.time()
+    texts, labels = _rows(task["train"])
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+    model = LogisticRegression(C=c, max_iter=2000, random_state=seed)
+    model.fit(vectorizer.fit_transform(texts), labels)
+    scores = {}
+    for part in ("dev", "test"):
+        part_texts, gold = _rows(task[part])
+        predicted = model.predict(vectorizer.transform(part_texts))
+        scores[part] = sum(p == g for p, g in zip(predicted, gold, strict=True)) / len(gold)
+        positive = sorted(set(gold))[-1]
+        f1 = f1_score(gold, predicted, pos_label=positive)
+    return {
+        "seed": seed,
+        "dev_accuracy": scores["dev"],
+        "best_epoch": None,
+        "test_accuracy": scores["test"],
+        "test_f1": float(f1),
+        "minutes": (time.time() - started) / 60,
+    }
+
+
 def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> dict:
     done = RESULTS / "runs" / f"{run_name(arm, n, learning_rate, seed)}.json"
     if done.is_file():
@@ -158,11 +204,15 @@ def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> d
     from albert_tf.pretrained import model_dir
 
     shipped = model_dir(MODEL)
+    train_rows = len(paths["train"].read_text(encoding="utf-8").splitlines()) - 1
+    task = {**paths, "train": subset(paths["train"], n, seed, args.work / "subsets")}
+    record = {"arm": arm, "size": n, "labels": n or train_rows, "learning_rate": learning_rate}
+    if arm == "bow":
+        record.update(bag_of_words(task, learning_rate, seed))
+        return _keep(record, done, args)
     init = {"pretrained": MODEL, "random": "random"}.get(arm) or str(
         build_tapt(paths, args.work / "tapt")
     )
-    train_rows = len(paths["train"].read_text(encoding="utf-8").splitlines()) - 1
-    task = {**paths, "train": subset(paths["train"], n, seed, args.work / "subsets")}
     result = finetune_and_score(
         task,
         args.work / "runs" / run_name(arm, n, learning_rate, seed),
@@ -176,8 +226,12 @@ def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> d
         max_seq_length=64,
         max_steps=args.train_steps,
     )
-    record = {"arm": arm, "size": n, "labels": n or train_rows, "learning_rate": learning_rate}
     record.update(result)
+    return _keep(record, done, args)
+
+
+def _keep(record: dict, done: Path, args) -> dict:
+    """Writes a run's record to `done` (not a smoke run's) and prints it."""
     if args.train_steps is None:  # smoke runs are not results
         done.parent.mkdir(parents=True, exist_ok=True)
         done.write_text(json.dumps(record) + "\n")
@@ -209,7 +263,7 @@ def report(results: Path) -> dict:
             mine = [r for r in records if r["arm"] == arm and r["size"] == n]
             if not mine:
                 continue
-            if len(mine) < len(LEARNING_RATES) * len(SELECT_SEEDS):
+            if len(mine) < len(grid(arm)) * len(SELECT_SEEDS):
                 continue  # the pick is not made yet
             rate = picked_rate(mine)
             final = [r for r in mine if r["learning_rate"] == rate]
@@ -321,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
             for arm in args.arms:
                 first = [
                     run_one(paths, arm, n, lr, seed, args)
-                    for lr in LEARNING_RATES
+                    for lr in grid(arm)
                     for seed in SELECT_SEEDS
                 ]
                 rate = picked_rate(first)

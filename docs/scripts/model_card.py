@@ -62,6 +62,7 @@ ARM_NAMES = {
     "pretrained": "albert_en_mini",
     "random": "random",
     "tapt": "albert_en_mini + task-adaptive pretraining",
+    "bow": "bag of words (TF-IDF + logistic regression; C picked, not a learning rate)",
 }
 
 
