@@ -104,7 +104,8 @@ def summary_lines(
         lines.append(
             f"warning: the best epoch ({metric} {best:.4f}) does not beat {baseline.what} "
             f"({baseline.value:.4f}) by more than its standard error ({baseline.margin:.4f}): "
-            f"nothing was learned; try a larger --learning-rate (now {learning_rate:g}; 1e-3 "
-            "suits the tiny preset), more --epochs or more data"
+            f"nothing was learned; try another --learning-rate (now {learning_rate:g}; see "
+            "the defaults by model size in --help), more --epochs, more data or a better "
+            "pretrained --init (albert_en_mini)"
         )
     return lines
