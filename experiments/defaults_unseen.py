@@ -6,7 +6,8 @@ rating's sign is the label, 0 dropped; the seeded 80/10/10 split of experiments/
 train and dev only. The defaults by model size (`albert_tf.finetune.defaults`) were swept on
 VADER's Amazon snippets; the experiments score Rotten Tomatoes; neither is this one.
 
-Each model fine-tunes once, seed 0, with no setting passed but the data and the output; the run's
+Each model fine-tunes once (and random init of the quickstart model's shape and vocabulary, to
+see what its weights add), seed 0, with no setting passed but the data and the output; the run's
 summary (best dev epoch against the majority class) is kept in
 experiments/results/defaults_unseen/NAME.json. The quickstart's model is the one `albert-tf
 quickstart` builds (run first if data/quickstart does not exist).
@@ -46,15 +47,17 @@ def main() -> int:
         albert_tf("quickstart", "--output", str(QUICKSTART))
     train, dev = vader_split("nyt")
     RESULTS.mkdir(parents=True, exist_ok=True)
+    # Each pretrained model, then random init of its shape and vocabulary: what the weights add.
     for name, init in (
-        ("quickstart", str(QUICKSTART / "pretrain")),
-        ("albert_en_mini", "albert_en_mini"),
-    ):
+        ("quickstart", [str(QUICKSTART / "pretrain")]),
+        ("albert_en_mini", ["albert_en_mini"]),
+        ("quickstart-random", ["random", "--config", "tiny", "--sp-model", str(QUICKSTART / "spm.model")]),
+    ):  # fmt: skip
         if (RESULTS / f"{name}.json").is_file():
             continue
         output = WORK / name
         started = time.monotonic()
-        args = ["finetune", "--task", "classify", "--init", init, "--train", train]
+        args = ["finetune", "--task", "classify", "--init", *init, "--train", train]
         log = albert_tf(*args, "--eval", dev, "--output", str(output), "--overwrite", "--quiet")
         metadata = json.loads((output / "finetune.json").read_text())
         record = {

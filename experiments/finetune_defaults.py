@@ -61,11 +61,12 @@ def read_results(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-VADER_SETS = ("amazon", "nyt", "movie")
+VADER_SETS = ("amazon", "nyt", "movie", "tweets")
 VADER_FILES = {
     "amazon": "amazonReviewSnippets",
     "nyt": "nytEditorialSnippets",
     "movie": "movieReviewSnippets",
+    "tweets": "tweets",
 }
 
 
