@@ -183,3 +183,15 @@ def write_preprocess(source: Any, target: Path) -> None:
     save_preprocess_model(
         source.tokenizer, target, source.seq_length, source.do_lower_case, overwrite=True
     )
+
+
+def float32_copy(encoder: Any) -> Any:
+    """A float32 `AlbertEncoder` with `encoder`'s weights (a model fine-tuned in bfloat16 keeps
+    float32 variables; the exports compute in float32 before quantizing)."""
+    from albert_tf.dtypes import keras_policy
+
+    with keras_policy("float32"):
+        copy = AlbertEncoder(encoder.config)
+        copy({name: tf.zeros((1, 2), tf.int32) for name in ENCODER_INPUTS}, training=False)
+    copy.set_weights(encoder.get_weights())
+    return copy

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from albert_tf.errors import ConfigError
 from albert_tf.runtimes import RUNTIMES, Runner, onnx_runner, require_onnxruntime, tflite_runner
+from export.encoder import float32_copy
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
@@ -46,19 +47,6 @@ def check_runtime(runtime: str) -> None:
         raise ConfigError(f"--runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
     if runtime == "onnx":
         require_onnxruntime()
-
-
-def float32_copy(encoder: Any) -> Any:
-    """A float32 `AlbertEncoder` with `encoder`'s weights (a model fine-tuned in bfloat16 keeps
-    float32 variables; the exports compute in float32 before quantizing)."""
-    from albert_tf.dtypes import keras_policy
-    from albert_tf.encoder import AlbertEncoder
-
-    with keras_policy("float32"):
-        copy = AlbertEncoder(encoder.config)
-        copy({name: np.zeros((1, 2), np.int32) for name in ENCODER_INPUTS}, training=False)
-    copy.set_weights(encoder.get_weights())
-    return copy
 
 
 def runtime_encoder(

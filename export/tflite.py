@@ -28,7 +28,7 @@ from albert_tf.activations import gelu_as_one_op
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ExportError
 from albert_tf.runtimes import tflite_runner
-from export.encoder import ENCODER_INPUTS
+from export.encoder import ENCODER_INPUTS, float32_copy
 
 TFLITE_FILES = {"float32": "encoder_float32.tflite", "int8": "encoder_int8.tflite"}
 TFLITE_OUTPUTS = ("pooled_output", "sequence_output")
@@ -163,7 +163,6 @@ def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
 
     from albert_tf.config import SP_MODEL_FILE
     from albert_tf.finetune.directory import SERVING_DIR
-    from export.runtimes import float32_copy
 
     finetuned = source.finetuned
     settings = finetuned.task.settings
