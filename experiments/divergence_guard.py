@@ -53,13 +53,35 @@ def run_arm(name: str, extra: list[str], config: Path, args) -> dict:
         command += ["--minutes", str(args.minutes)]
     completed = subprocess.run(command, capture_output=True, text=True)
     guard = run / "guard.json"
+    lines = completed.stderr.replace("\r", "\n").splitlines()
     return {
         "exit_code": completed.returncode,
-        "error_lines": [line for line in completed.stderr.splitlines() if "error:" in line],
+        "error_lines": [
+            line[max(line.find("albert-tf"), 0) :] for line in lines if "error:" in line
+        ],
+        "warning_lines": [line for line in lines if line.startswith("warning:")],
+        "checkpoints": _checkpoint_steps_all_finite(run),
         "rollbacks": json.loads(guard.read_text())["rollbacks"] if guard.is_file() else [],
         "eval": _scalars(run / "logs" / "eval"),
         "train_loss": _scalars(run / "logs" / "train").get("loss", []),
     }
+
+
+def _checkpoint_steps_all_finite(run: Path) -> dict[str, bool]:
+    """Each checkpoint left in `run` (by step) and whether every float in it is finite."""
+    import numpy as np
+    import tensorflow as tf
+
+    found = {}
+    for index in sorted(run.glob("ckpt-*.index")):
+        reader = tf.train.load_checkpoint(str(index.with_suffix("")))
+        values = (reader.get_tensor(name) for name in reader.get_variable_to_shape_map())
+        found[index.stem.split("-")[1]] = all(
+            bool(np.all(np.isfinite(v)))
+            for v in values
+            if np.issubdtype(np.asarray(v).dtype, np.floating)
+        )
+    return found
 
 
 def plot(results: dict, path: Path) -> None:
