@@ -180,7 +180,8 @@ rollbacks: {len(pretraining["rollbacks"])}.
 - Accuracy: it is a small model trained for hours on two CPU cores. Published ALBERT-base
   (`albert-tf convert`) is far stronger where it can be downloaded.
 - Few labels: on Rotten Tomatoes with 100 to 1,000 labels it is no better than random init of
-  its shape, and a bag of words beats both (the table above). Use it to learn the pipeline, as
+  its shape, and a bag of words matches or beats both (the table above); with all 8,454 it is
+  1.8 points ahead of random init and level with the bag of words. Use it to learn the pipeline, as
   a start that trains in minutes, not for its knowledge.
 - Cased text: the vocabulary is lower-cased.
 - Fairness: 18th-20th century sources carry their times' views; nothing was filtered.
