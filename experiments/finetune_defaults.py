@@ -102,6 +102,7 @@ def run_one(args: argparse.Namespace, learning_rate: float, epochs: int, seed: i
             seed=seed,
             max_seq_length=args.max_seq_length,
             train_steps=args.train_steps,
+            reinit_pooler=getattr(args, "reinit_pooler", None),
             export_serving=False,
         )
         result = finetune(settings, log=lambda line: None, progress=False)
@@ -110,6 +111,7 @@ def run_one(args: argparse.Namespace, learning_rate: float, epochs: int, seed: i
         "learning_rate": learning_rate,
         "epochs": epochs,
         "seed": seed,
+        "reinit_pooler": metadata["settings"]["reinit_pooler"],
         "metric": metadata["best_metric"],
         "dev": metadata["best_value"],
         "best_epoch": metadata["best_epoch"],

@@ -1,18 +1,19 @@
 """TFLite export of the encoder, and of a fine-tuned classifier: float32 and dynamic-range
 int8, at a fixed sequence length.
 
-The encoder's files have one signature, `serving_default`, with inputs `input_word_ids`, `input_mask`,
-`input_type_ids` (int32 [B, seq_length]; B is resized on demand) and outputs `pooled_output`
-[B, H] and `sequence_output` [B, seq_length, H], float32. Dynamic-range quantization stores the
-weight matrices as int8 (tensors of at least 1024 elements) and computes in float. The tanh GELU
-is one GELU operator per block (`albert_tf.activations.gelu_as_one_op`).
+The encoder's files have one signature, `serving_default`, with inputs `input_word_ids`,
+`input_mask`, `input_type_ids` (int32 [B, seq_length]; B is resized on demand) and outputs
+`pooled_output` [B, H] and `sequence_output` [B, seq_length, H], float32. Dynamic-range
+quantization stores the weight matrices as int8 (tensors of at least 1024 elements) and computes
+in float. The tanh GELU is one GELU operator per block (`albert_tf.activations.gelu_as_one_op`).
 
 A fine-tuned classifier (`export --finetuned DIR --tflite`) goes to `DIR/tflite/`:
 `classifier_float32.tflite` and `classifier_int8.tflite` take the same three inputs at the model's
 `max_seq_length` and return `logits` and `probabilities` [B, L] (the encoder in float32, whatever
 the dtype it was fine-tuned in), with `labels.txt` (one label per line, in the order of the
 probabilities), `spm.model` (the tokenizer: the ids are `[CLS]`, the text's pieces, `[SEP]`,
-then `<pad>`; the mask 1 over the tokens) and `report.json` (how each file agrees with `serving/` on probe sentences).
+then `<pad>`; the mask 1 over the tokens) and `report.json` (how each file agrees with `serving/`
+on probe sentences).
 """
 
 from __future__ import annotations
@@ -201,9 +202,9 @@ def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
 def probe_sentences(num_segments: int) -> tuple[list[str], list[str] | None]:
     """16 English sentences (pydoc help topics) as texts, and 16 others as their pairs for a
     pair task (None for one segment)."""
-    from preprocess.corpus import pydoc_topic_documents
+    from preprocess.corpus import probe_sentences
 
-    sentences = [s for _, doc in pydoc_topic_documents() for s in doc][:32]
+    sentences = probe_sentences(32)
     return sentences[:16], (sentences[16:] if num_segments == 2 else None)
 
 

@@ -187,6 +187,12 @@ def pydoc_topic_documents() -> Iterator[tuple[str, list[str]]]:
             yield f"topic:{name}", sentences
 
 
+def probe_sentences(count: int) -> list[str]:
+    """The first `count` sentences of the help topics: English prose every Python carries, on
+    which the exporters compare a converted model with its source."""
+    return [s for _, doc in pydoc_topic_documents() for s in doc][:count]
+
+
 def is_heldout(name: str, heldout_percent: int = 5) -> bool:
     """Whether document `name` belongs to the held-out part (a stable hash of the name)."""
     digest = hashlib.sha256(name.encode("utf-8")).digest()

@@ -41,6 +41,8 @@ SYNONYMS = (
 
 
 def test_every_option_has_help_and_one_name_per_concept():
+    import argparse
+
     from albert_tf.cli import DEPRECATED, visible_options
 
     shown = set()
@@ -48,9 +50,15 @@ def test_every_option_has_help_and_one_name_per_concept():
         for action in sub._actions:
             assert action.help, f"albert-tf {command}: {action.option_strings} has no help"
             names = visible_options(action)
-            assert len(names) <= 1 or names == ["-h", "--help"], (
-                f"albert-tf {command}: {names} are one option"
-            )
+            # one name, but -h/--help and a switch's two polarities (--x/--no-x) are one option
+            assert (
+                len(names) <= 1
+                or names == ["-h", "--help"]
+                or (
+                    isinstance(action, argparse.BooleanOptionalAction)
+                    and names == [names[0], "--no-" + names[0][2:]]
+                )
+            ), f"albert-tf {command}: {names} are one option"
             shown.update(names)
             hidden = set(action.option_strings) - set(names)
             assert hidden <= set(DEPRECATED.get(command, {})), (command, hidden)

@@ -139,3 +139,55 @@ def test_from_our_checkpoint_dir_via_cli(tmp_path, fixtures_dir):
     # the fine-tuned model starts from the checkpoint's weights (one AdamW step at most 1e-3 away)
     tuned = load_finetuned(tmp_path / "model").model.encoder.get_embedding_table().numpy()
     assert np.abs(tuned - encoder.get_embedding_table().numpy()).max() < 0.01
+
+
+def _pooler(variables):
+    """{"kernel"|"bias": value} of the pooler among `variables`."""
+    found = {len(v.shape): v.numpy() for v in variables if "pooler" in v.name}
+    return {"kernel": found[2], "bias": found[1]}
+
+
+@pytest.mark.parametrize("kind", ["checkpoint", "hub"])
+def test_reinit_pooler_gives_fresh_weights_and_keeps_the_rest(tmp_path, fixtures_dir, kind):
+    from albert_tf.checkpoint import save_checkpoint_dir
+
+    encoder = AlbertEncoder(AlbertConfig.from_dict({**TINY_FINETUNE_CONFIG}))
+    encoder.pooler.kernel.assign(np.full(encoder.pooler.kernel.shape, 0.5, np.float32))
+    encoder.pooler.bias.assign(np.full(encoder.pooler.bias.shape, 0.25, np.float32))
+    spm = fixtures_dir / "tokenizer" / "spm.model"
+    if kind == "hub":
+        save_encoder(tmp_path / "init", encoder, sp_model=spm)
+    else:
+        save_checkpoint_dir(tmp_path / "init", encoder.config, encoder, sp_model=spm)
+    write_pairs(tmp_path / "train.tsv", 8, seed=0)
+    runs = {}
+    for reinit in (False, True):
+        runs[reinit] = finetune_files(
+            tmp_path,
+            "classify",
+            **{**ONE_EPOCH, "epochs": 1},
+            train_steps=0,  # evaluates the start: the weights are those training would begin from
+            max_seq_length=24,
+            init=str(tmp_path / "init"),
+            eval_file=None,
+            output=f"model-{reinit}",
+            reinit_pooler=reinit,
+            export_serving=False,
+        )
+        assert runs[reinit].metadata["settings"]["reinit_pooler"] is reinit
+    kept = _pooler(runs[False].model.encoder.variables)
+    np.testing.assert_array_equal(kept["kernel"], 0.5)
+    np.testing.assert_array_equal(kept["bias"], 0.25)
+    fresh = _pooler(runs[True].model.encoder.variables)
+    np.testing.assert_array_equal(fresh["bias"], 0.0)
+    # a truncated normal of the config's initializer_range (0.02): within 2 sd, sd near 0.02
+    assert np.abs(fresh["kernel"]).max() <= 2 * 0.02 + 1e-6
+    assert 0.012 < fresh["kernel"].std() < 0.02
+    # nothing else moved
+    others = [
+        [v.numpy() for v in run.model.encoder.variables if "pooler" not in v.name]
+        for run in runs.values()
+    ]
+    assert len(others[0]) == len(others[1]) > 0
+    for before, after in zip(*others, strict=True):
+        np.testing.assert_array_equal(before, after)

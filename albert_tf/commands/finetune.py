@@ -67,6 +67,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--weight-decay", type=float, help="decoupled weight decay (not on biases, LayerNorm)"
     )
     parser.add_argument(
+        "--reinit-pooler",
+        action=argparse.BooleanOptionalAction,
+        help="start the pooler (the dense layer over [CLS] that gives pooled_output) from fresh "
+        "random weights instead of pretrained ones, which pretraining fitted to sentence order "
+        "(default: by model size, see below)",
+    )
+    parser.add_argument(
         "--max-seq-length", type=int, help="tokens per text (pair) or window, [CLS] and [SEP]s in"
     )
     parser.add_argument(

@@ -3,7 +3,8 @@
 One recipe does not fit every size. The 2e-5 for 3 epochs that suits ALBERT-base (the paper's
 and BERT's range) leaves the tiny preset below the majority class; 1e-3 trains it (issue 45).
 `finetune` fills each of these settings left unset (`None`) from the row for the encoder's
-hidden size; a flag (`--learning-rate`, `--epochs`, `--warmup-proportion`) always wins.
+hidden size; a flag (`--learning-rate`, `--epochs`, `--warmup-proportion`, `--[no-]reinit-pooler`)
+always wins.
 
 Each row says where its numbers come from. experiments/finetune_defaults.py runs the sweep that
 makes a row (on a training split, choosing on the dev split only) and records it under
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SIZED = ("learning_rate", "epochs", "warmup_proportion")  # the settings a row fills
+SIZED = ("learning_rate", "epochs", "warmup_proportion", "reinit_pooler")  # what a row fills
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class SizeDefaults:
     epochs: int
     warmup_proportion: float
     evidence: str  # where the numbers come from
+    reinit_pooler: bool = False  # fresh pooler weights (--reinit-pooler)
 
 
 SIZE_DEFAULTS = (
@@ -84,7 +86,7 @@ def help_text() -> str:
     """The rows as one paragraph, for `albert-tf finetune --help`."""
     rows = "; ".join(
         f"{row.name}: learning rate {row.learning_rate:g}, {row.epochs} epochs, warmup "
-        f"{row.warmup_proportion:g}"
+        f"{row.warmup_proportion:g}" + (", pooler reinitialized" if row.reinit_pooler else "")
         for row in SIZE_DEFAULTS
     )
     return (

@@ -13,6 +13,7 @@ from typing import Any
 import tensorflow as tf
 import tf_keras as keras
 
+from albert_tf.errors import ConfigError
 from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.tasks.base import Task
 
@@ -63,6 +64,25 @@ class TaskHead(keras.layers.Layer):
             "dropout": self.dropout_rate,
             "initializer_range": self.initializer_range,
         }
+
+
+def reinit_pooler(encoder: Any, initializer_range: float) -> None:
+    """Gives `encoder`'s pooler fresh weights, as a new layer gets (truncated normal kernel of
+    stddev `initializer_range`, zero bias; drawn from the global seed). Pretraining fits the
+    pooler to sentence order only, and in a briefly pretrained model its output can lie almost
+    on one line whatever the text (Zhang et al. 2021 re-initialize it for few-sample fine-tuning).
+    Works on an `AlbertEncoder` and on a `hub.KerasLayer` of our exported encoder."""
+    pooler = [v for v in encoder.trainable_variables if "pooler" in v.name]
+    kernels = [v for v in pooler if len(v.shape) == 2]
+    biases = [v for v in pooler if len(v.shape) == 1]
+    if len(kernels) != 1 or len(biases) != 1:
+        raise ConfigError(
+            "--reinit-pooler: the encoder has no single trainable pooler kernel and bias "
+            f"(found {', '.join(v.name for v in pooler) or 'no variable named pooler'})"
+        )
+    kernel, bias = kernels[0], biases[0]
+    kernel.assign(tf.cast(_initializer(initializer_range)(kernel.shape), kernel.dtype))
+    bias.assign(tf.zeros_like(bias))
 
 
 def build_head(task: Task, initializer_range: float) -> TaskHead:

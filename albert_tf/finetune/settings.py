@@ -65,6 +65,8 @@ class FinetuneSettings:
     warmup_proportion: float | None = None  # by size when None
     optimizer: str = "adamw"
     weight_decay: float = 0.01
+    # fresh pooler weights before training (its pretrained ones serve sentence order); by size
+    reinit_pooler: bool | None = None
     train_steps: int | None = (
         None  # at most this many steps (default: the epochs'); 0 evaluates the start
     )

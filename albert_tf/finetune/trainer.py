@@ -30,7 +30,7 @@ from albert_tf.finetune import summary
 from albert_tf.finetune.defaults import SIZED, size_defaults
 from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
-from albert_tf.finetune.models import TaskModel, build_head
+from albert_tf.finetune.models import TaskModel, build_head, reinit_pooler
 from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
 from albert_tf.finetune.seeds import finetune_seeds
 from albert_tf.finetune.settings import FinetuneSettings
@@ -66,6 +66,10 @@ def _hidden_size(source: Source) -> int | None:
     return None
 
 
+def _shown(value: float | bool) -> str:
+    return ("no", "yes")[value] if isinstance(value, bool) else f"{value:g}"
+
+
 def _sized_defaults(settings: FinetuneSettings, source: Source) -> tuple[dict, str | None]:
     """The size-dependent settings left unset, filled in for `source`'s size, and the line
     that says so (None when every one was given)."""
@@ -74,7 +78,7 @@ def _sized_defaults(settings: FinetuneSettings, source: Source) -> tuple[dict, s
     filled = {name: getattr(row, name) for name in SIZED if getattr(settings, name) is None}
     if not filled:
         return filled, None
-    shown = ", ".join(f"{name.replace('_', ' ')} {value:g}" for name, value in filled.items())
+    shown = ", ".join(f"{name.replace('_', ' ')} {_shown(value)}" for name, value in filled.items())
     return filled, f"defaults for hidden size {hidden}, {row.name}: {shown}"
 
 
@@ -275,6 +279,8 @@ def _finetune_once(
         initializer_range = source.config.initializer_range if source.config else 0.02
         model = TaskModel(source.encoder, build_head(task, initializer_range), task)
         model({k: v[:1] for k, v in train.inputs.items()}, training=False)
+        if settings.reinit_pooler:
+            reinit_pooler(source.encoder, initializer_range)
         if note:
             log(note)
         history, best, best_epoch = _train(

@@ -150,13 +150,11 @@ def commonest_share(batches) -> float:
     without masked positions."""
     import numpy as np
 
-    counts = np.zeros(0)
+    ids, weights = [np.zeros(0, np.int64)], [np.zeros(0)]
     for batch in batches:
-        ids = np.asarray(batch["masked_lm_ids"]).ravel()
-        weights = np.asarray(batch["masked_lm_weights"], np.float64).ravel()
-        found = np.bincount(ids, weights=weights)
-        size = max(len(counts), len(found))
-        counts = np.pad(counts, (0, size - len(counts))) + np.pad(found, (0, size - len(found)))
+        ids.append(np.asarray(batch["masked_lm_ids"], np.int64).ravel())
+        weights.append(np.asarray(batch["masked_lm_weights"], np.float64).ravel())
+    counts = np.bincount(np.concatenate(ids), weights=np.concatenate(weights))
     total = counts.sum()
     return float(counts.max() / total) if total > 0 else math.nan
 

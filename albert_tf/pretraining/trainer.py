@@ -333,6 +333,7 @@ class _HostLoop:
             tf.summary.create_file_writer(join(output, "logs", "eval")) if chief else noop
         )
         self.show_progress = chief and settings.progress
+        self.chief = chief
         self.eval_set = None
         self.eval_spec = eval_spec
         self.eval_files = eval_spec.files if eval_spec is not None else ()
@@ -547,7 +548,9 @@ class _HostLoop:
         # evaluated already.
         if result.preempted is None and self.evaluated_step != step:
             self.evaluate(step)
-        if result.preempted is None and result.eval_history:
+        # Only a run that reached train_steps is judged (a --minutes stop may be half-way), and
+        # only on the chief, which prints it.
+        if self.chief and step == s.train_steps and result.eval_history:
             self.check_stall(result.eval_history[-1])
         result.step = step
         result.last_save_seconds = self.save_seconds

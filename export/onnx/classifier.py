@@ -142,11 +142,10 @@ def check_exportable(task: Any) -> None:
 def probe_texts(num_segments: int) -> dict[str, np.ndarray]:
     """English prose (pydoc help topics) as `text` (and `text_pair`): 16 sentences and 16
     whole topics of up to thousands of tokens, so that long texts fill every window."""
-    from preprocess.corpus import pydoc_topic_documents
+    from preprocess.corpus import probe_sentences, pydoc_topic_documents
 
-    documents = [doc for _, doc in pydoc_topic_documents() if doc]
-    sentences = [s for doc in documents for s in doc]
-    texts = sentences[:16] + [" ".join(doc) for doc in documents[:16]]
+    sentences = probe_sentences(32)
+    texts = sentences[:16] + [" ".join(doc) for _, doc in pydoc_topic_documents()][:16]
     inputs = {"text": np.array(texts, dtype=object)}
     if num_segments == 2:
         inputs["text_pair"] = np.array(sentences[16:32] + texts[16:][::-1], dtype=object)
