@@ -124,6 +124,7 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
                 batch_size=args.batch_size,
                 learning_rate=args.learning_rate,
                 seed=seed,
+                restarts=0,  # one draw per seed: these runs measure, not pick
                 dtype="float32",
                 eval_path=str(work / "dev.tsv"),
                 config=str(work / CONFIG_FILE),

@@ -100,6 +100,7 @@ def run_one(args: argparse.Namespace, learning_rate: float, epochs: int, seed: i
             learning_rate=learning_rate,
             epochs=epochs,
             seed=seed,
+            restarts=0,  # one draw per seed: these runs measure, not pick
             max_seq_length=args.max_seq_length,
             train_steps=args.train_steps,
             reinit_pooler=getattr(args, "reinit_pooler", None),

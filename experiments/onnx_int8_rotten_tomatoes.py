@@ -176,6 +176,8 @@ def main() -> None:
                 "--output",
                 str(run_dir),
                 "--overwrite",
+                "--restarts",
+                "0",  # one draw per seed
                 "--epochs",
                 "3",
                 "--learning-rate",

@@ -80,6 +80,14 @@ def report(model: str, records: list[dict]) -> list[str]:
             f"{np.mean(fresh):.4f} reinit ({fresh_stalled} stalled): "
             + ("re-initialize by default" if adopt else "keep the pretrained pooler")
         )
+        # The same (set, seed) pairs: the difference's mean and its standard error.
+        paired = {(r["data"], r["seed"], r["reinit_pooler"]): r["dev"] for r in records}
+        diffs = [paired[(d, s, True)] - paired[(d, s, False)] for d in SETS for s in SEEDS]
+        se = np.std(diffs, ddof=1) / np.sqrt(len(diffs))
+        lines.append(
+            f"{model}: reinit minus kept, paired by set and seed: {100 * np.mean(diffs):+.2f} "
+            f"+- {100 * se:.2f} points (SE, {len(diffs)} pairs)"
+        )
     return lines
 
 

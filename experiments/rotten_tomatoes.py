@@ -153,6 +153,7 @@ def finetune_and_score(
             batch_size=batch_size,
             learning_rate=learning_rate,
             seed=seed,
+            restarts=0,  # one draw per seed: these runs measure, not pick
             dtype=dtype,
             train_steps=max_steps,
             eval_path=str(paths["dev"]),

@@ -4,6 +4,7 @@ warning when the floor is not beaten, rare labels, and --seeds."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -110,6 +111,61 @@ def test_summary_and_floor_warning_end_a_run_that_learns_nothing(pairs, fixtures
     meta = json.loads((pairs / "out" / "finetune.json").read_text())
     assert meta["settings"]["learning_rate"] == 1e-9 and meta["settings"]["epochs"] == 5
     assert meta["floor"]["what"].startswith("majority class")
+
+
+def test_a_run_that_learns_nothing_restarts_with_the_next_seed(pairs, fixtures_dir, capsys):
+    argv = ("--learning-rate", "1e-9", "--train-steps", 1, "--epochs", 1, "--seed", 7)
+    assert _run(pairs, fixtures_dir, *argv, "--restarts", 2) == 0
+    err = capsys.readouterr().err.splitlines()
+    restarts = [line for line in err if " learned nothing (best epoch: 1 of 1, accuracy " in line]
+    assert [line.split()[1] for line in restarts] == ["7", "8"]
+    assert restarts[0].endswith("restart 1 of 2 with seed 8")
+    meta = json.loads((pairs / "out" / "finetune.json").read_text())
+    runs = meta["restarts"]["runs"]
+    assert [(run["seed"], run["learned"]) for run in runs] == [(7, False), (8, False), (9, False)]
+    assert meta["best_value"] == max(run["value"] for run in runs)
+    assert meta["settings"]["seed"] == meta["restarts"]["kept_seed"] and meta["learned"] is False
+    kept = next(line for line in err if line.startswith("kept seed "))
+    assert (
+        kept
+        == f"kept seed {meta['restarts']['kept_seed']} of 3 runs (the best on {pairs / 'dev.tsv'})"
+    )
+    # the kept run's closing lines come last and name the output, not a run's scratch directory
+    assert err[-5] == f"wrote {pairs / 'out'} (best epoch 1, accuracy {meta['best_value']:.4f})"
+    assert err[-2].endswith(str(pairs / "out" / "logs")) and err[-1].startswith("warning: ")
+    assert sorted(p.name for p in (pairs / "out").iterdir() if p.name.startswith(".")) == []
+
+
+def test_restarts_stop_at_the_first_run_that_learns(tmp_path):
+    from types import SimpleNamespace
+
+    from albert_tf.finetune.seeds import finetune_restarts
+
+    values = {7: 0.50, 8: 0.81, 9: 0.90}  # seed 9 would be better, but 8 learned: no third run
+
+    def one_run(settings, log, progress, closing, shown_output):
+        Path(settings.output_dir).mkdir(parents=True)
+        value = values[settings.seed]
+        metadata = {"best_value": value, "learned": value > 0.6, "settings": settings.record()}
+        closing(f"wrote {shown_output}")
+        closing(f"best epoch: 1 of 1, accuracy {value}")
+        return SimpleNamespace(metadata=metadata, settings=settings)
+
+    settings = FinetuneSettings(
+        "classify", "t.tsv", "random", str(tmp_path / "out"), eval_path="d.tsv", seed=7
+    )
+    lines = []
+    result = finetune_restarts(settings, one_run, lines.append, progress=False)
+    assert [run["seed"] for run in result.metadata["restarts"]["runs"]] == [7, 8]
+    assert result.settings.seed == 8 and result.metadata["restarts"]["kept_seed"] == 8
+    assert lines == [
+        "seed 7 learned nothing (best epoch: 1 of 1, accuracy 0.5); restart 1 of 2 with seed 8",
+        "kept seed 8 of 2 runs (the best on d.tsv)",
+        f"wrote {tmp_path / 'out'}",
+        "best epoch: 1 of 1, accuracy 0.81",
+    ]
+    assert json.loads((tmp_path / "out" / "finetune.json").read_text())["best_value"] == 0.81
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["finetune.json"]
 
 
 def test_seeds_report_mean_and_sd_and_keep_the_best_on_dev(pairs, fixtures_dir, capsys):

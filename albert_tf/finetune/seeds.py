@@ -79,3 +79,58 @@ def finetune_seeds(
         f"{settings.eval_path}) in {settings.output_dir}"
     )
     return result
+
+
+def finetune_restarts(
+    settings: FinetuneSettings,
+    finetune: Callable[..., FinetunedModel],
+    log: Log = print,
+    progress: bool = True,
+) -> FinetunedModel:
+    """`finetune --restarts N` with --eval: runs `finetune` with `settings.seed`; while a run's
+    best epoch does not beat its floor (finetune.json's "learned"), runs again with the next
+    seed, up to N more times. Writes the run best on --eval to `settings.output_dir`, with
+    every run's figure under "restarts" in its finetune.json, and logs its closing lines.
+
+    Devlin et al. (2019) restarted BERT-large's unstable fine-tuning on small data sets and kept
+    the best on dev; Dodge et al. (2020) found that runs which fail do so from the seed (weight
+    initialization and data order) and are cheaper to restart than to wait for. A run that learns
+    at once costs nothing more. `finetune` is one run of `trainer.finetune`, called as
+    `finetune(settings, log, progress, closing=..., shown_output=...)`.
+    """
+    runs, kept = [], None
+    with atomic_dir(settings.output_dir, overwrite=settings.overwrite) as tmp:
+        for attempt in range(settings.restarts + 1):
+            seed = settings.seed + attempt
+            directory = tmp / SEEDS_DIR / f"seed-{seed}"
+            one = settings.replace(
+                seed=seed, restarts=0, output_dir=str(directory), overwrite=False
+            )
+            closing: list[str] = []
+            result = finetune(
+                one, log, progress, closing=closing.append, shown_output=settings.output_dir
+            )
+            value, learned = result.metadata["best_value"], result.metadata["learned"]
+            runs.append({"seed": seed, "value": value, "learned": learned})
+            if _better(value, None if kept is None else kept[1].metadata["best_value"]):
+                kept = (directory, result, closing)
+            if learned:
+                break
+            if attempt < settings.restarts:
+                log(
+                    f"seed {seed} learned nothing ({closing[1]}); restart {attempt + 1} of "
+                    f"{settings.restarts} with seed {seed + 1}"
+                )
+        directory, result, closing = kept
+        result.metadata["restarts"] = {"runs": runs, "kept_seed": result.settings.seed}
+        write_metadata(directory, result.metadata)
+        for child in directory.iterdir():
+            os.replace(child, tmp / child.name)
+        shutil.rmtree(tmp / SEEDS_DIR)
+    if len(runs) > 1:
+        log(
+            f"kept seed {result.settings.seed} of {len(runs)} runs (the best on {settings.eval_path})"
+        )
+    for line in closing:
+        log(line)
+    return result

@@ -72,6 +72,7 @@ class FinetuneSettings:
     )
     seed: int = 12345
     seeds: int = 1  # runs with seeds seed, seed+1, ...; the best on eval_path is kept
+    restarts: int = 2  # with eval_path: a run that does not beat its floor starts again
     dtype: str = "auto"
     # === Features ===
     max_seq_length: int = 128
@@ -116,6 +117,7 @@ class FinetuneSettings:
         self._require(self.epochs is None or self.epochs >= 1, "epochs", "must be positive")
         for name in ("batch_size", "eval_batch_size", "max_windows", "seeds"):
             self._require(getattr(self, name) >= 1, name, "must be positive")
+        self._require(self.restarts >= 0, "restarts", "must not be negative")
         for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
             self._require(getattr(self, name) >= 1, name, "must be positive")
         self._require(

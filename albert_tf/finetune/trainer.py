@@ -32,7 +32,7 @@ from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head, reinit_pooler
 from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
-from albert_tf.finetune.seeds import finetune_seeds
+from albert_tf.finetune.seeds import finetune_restarts, finetune_seeds
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.sources import Source, load_source
 from albert_tf.finetune.tasks import Task, TaskData, get_task
@@ -241,7 +241,8 @@ def finetune(
     returns what `predict.load_finetuned` would read from it, with the best weights in memory.
     The learning rate, epochs and warmup left None come from the encoder's size
     (`finetune.defaults`). The last lines logged are `summary.summary_lines`; `progress`
-    False hides the progress bars. `settings.seeds` > 1 runs `seeds.finetune_seeds`.
+    False hides the progress bars. `settings.seeds` > 1 runs `seeds.finetune_seeds`; otherwise,
+    with --eval, a run that does not beat its floor starts again (`seeds.finetune_restarts`).
 
     Raises ConfigError/CheckpointError/DataError (one line each) for bad settings, sources and
     data, before any training starts.
@@ -251,13 +252,20 @@ def finetune(
             raise DataError(f"{flag} {path} does not exist")
     if settings.seeds > 1:
         return finetune_seeds(settings, _finetune_once, log, progress)
+    if settings.restarts > 0 and settings.eval_path is not None and settings.train_steps != 0:
+        return finetune_restarts(settings, _finetune_once, log, progress)
     return _finetune_once(settings, log, progress)
 
 
 def _finetune_once(
-    settings: FinetuneSettings, log: Callable[[str], None], progress: bool
+    settings: FinetuneSettings,
+    log: Callable[[str], None],
+    progress: bool,
+    closing: Callable[[str], None] | None = None,
+    shown_output: str | None = None,
 ) -> FinetunedModel:
-    """One run of `finetune` (one seed)."""
+    """One run of `finetune` (one seed). Its closing lines ("wrote ..." and the summary) go to
+    `closing` (default: `log`) and name `shown_output` (default: `settings.output_dir`)."""
     started = time.monotonic()
     task = get_task(settings)
     dtype = resolve_dtype(settings.dtype)
@@ -307,6 +315,9 @@ def _finetune_once(
             "best_value": best,
             "best_epoch": best_epoch,
             "floor": None if baseline is None else {"what": baseline.what, "value": baseline.value},
+            # whether the best epoch beat the floor by more than its standard error (None: no
+            # --eval); a run that did not is restarted (--restarts)
+            "learned": None if evaluation is None else summary.beats(best, baseline),
             "history": history,
             "skipped": {"train": train.skipped, "eval": evaluation.skipped if evaluation else {}},
         }
@@ -315,8 +326,10 @@ def _finetune_once(
             from albert_tf.finetune.serving import export_serving_model
 
             export_serving_model(model, tokenizer, tmp / SERVING_DIR)
+    closing = closing or log
+    shown_output = shown_output or settings.output_dir
     best_text = f", {task.best_metric} {best:.4f}" if best is not None else ""
-    log(f"wrote {settings.output_dir} (best epoch {best_epoch}{best_text})")
+    closing(f"wrote {shown_output} (best epoch {best_epoch}{best_text})")
     counts = None
     if task.name == "classify":
         counts = summary.label_counts([e.label for e in train.examples])
@@ -329,8 +342,8 @@ def _finetune_once(
         counts=counts,
         train_path=settings.train_path,
         seconds=time.monotonic() - started,
-        logs=os.path.join(settings.output_dir, "logs"),
+        logs=os.path.join(shown_output, "logs"),
         learning_rate=settings.learning_rate,
     ):
-        log(line)
+        closing(line)
     return FinetunedModel(model, tokenizer, task, metadata)
