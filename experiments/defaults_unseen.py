@@ -71,12 +71,21 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=sorted(DATA), required=True)
+    parser.add_argument(
+        "--single-runs",
+        type=lambda text: [int(seed) for seed in text.split(",")],
+        metavar="SEEDS",
+        help="instead: the quickstart's model once per seed with --restarts 0 (how often one run "
+        "learns), appended to DATA/quickstart-single-runs.jsonl",
+    )
     args = parser.parse_args(argv)
     if not (QUICKSTART / "pretrain").is_dir():
         albert_tf("quickstart", "--output", str(QUICKSTART))
     train, dev = splits(args.data)
     results = RESULTS / args.data
     results.mkdir(parents=True, exist_ok=True)
+    if args.single_runs:
+        return single_runs(args.single_runs, train, dev, results / "quickstart-single-runs.jsonl")
     # Each pretrained model, then random init of its shape and vocabulary: what the weights add.
     for name, init in (
         ("quickstart", [str(QUICKSTART / "pretrain")]),
@@ -91,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         log = albert_tf(*command, "--eval", dev, "--output", str(output), "--overwrite", "--quiet")
         metadata = json.loads((output / "finetune.json").read_text())
         floor = metadata["floor"]["value"]
-        n = sum(1 for _ in open(dev, encoding="utf-8")) - 1  # rows of dev (one per line here)
+        n = len(Path(dev).read_text(encoding="utf-8").splitlines()) - 1  # dev rows, header out
         standard_error = math.sqrt(floor * (1 - floor) / n)
         record = {
             "init": name,
@@ -115,6 +124,40 @@ def main(argv: list[str] | None = None) -> int:
         }
         (results / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
         print(json.dumps(record, indent=1))
+    return 0
+
+
+def single_runs(seeds: list[int], train: str, dev: str, path: Path) -> int:
+    """The quickstart's model with the defaults but one run per seed (--restarts 0): the share
+    of single runs that learn, which --restarts multiplies."""
+    from albert_tf.benchmarking.machine import cpu_description
+
+    done = set()
+    if path.is_file():
+        done = {json.loads(line)["seed"] for line in path.read_text().splitlines() if line}
+    for seed in seeds:
+        if seed in done:
+            continue
+        output = WORK / path.parent.name / f"quickstart-seed{seed}"
+        started = time.monotonic()
+        albert_tf(
+            "finetune", "--task", "classify", "--init", str(QUICKSTART / "pretrain"),
+            "--train", train, "--eval", dev, "--output", str(output), "--overwrite", "--quiet",
+            "--restarts", "0", "--seed", str(seed), "--no-serving",
+        )  # fmt: skip
+        metadata = json.loads((output / "finetune.json").read_text())
+        record = {
+            "seed": seed,
+            "dev_accuracy": metadata["best_value"],
+            "floor": metadata["floor"]["value"],
+            "learned": metadata["learned"],
+            "train_loss_by_epoch": [round(h["train_loss"], 4) for h in metadata["history"]],
+            "minutes": (time.monotonic() - started) / 60,
+            "cpu": cpu_description(),
+        }
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        print(json.dumps(record))
     return 0
 
 
