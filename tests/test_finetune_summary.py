@@ -126,10 +126,10 @@ def test_a_run_that_learns_nothing_restarts_with_the_next_seed(pairs, fixtures_d
     assert meta["best_value"] == max(run["value"] for run in runs)
     assert meta["settings"]["seed"] == meta["restarts"]["kept_seed"] and meta["learned"] is False
     kept = next(line for line in err if line.startswith("kept seed "))
-    assert (
-        kept
-        == f"kept seed {meta['restarts']['kept_seed']} of 3 runs (the best on {pairs / 'dev.tsv'})"
+    expected = (
+        f"kept seed {meta['restarts']['kept_seed']} of 3 runs (the best on {pairs / 'dev.tsv'}; "
     )
+    assert kept.startswith(expected) and kept.endswith(" s in all)")
     # the kept run's closing lines come last and name the output, not a run's scratch directory
     assert err[-5] == f"wrote {pairs / 'out'} (best epoch 1, accuracy {meta['best_value']:.4f})"
     assert err[-2].endswith(str(pairs / "out" / "logs")) and err[-1].startswith("warning: ")
@@ -160,7 +160,7 @@ def test_restarts_stop_at_the_first_run_that_learns(tmp_path):
     assert result.settings.seed == 8 and result.metadata["restarts"]["kept_seed"] == 8
     assert lines == [
         "seed 7 learned nothing (best epoch: 1 of 1, accuracy 0.5); restart 1 of 2 with seed 8",
-        "kept seed 8 of 2 runs (the best on d.tsv)",
+        "kept seed 8 of 2 runs (the best on d.tsv; 0 s in all)",
         f"wrote {tmp_path / 'out'}",
         "best epoch: 1 of 1, accuracy 0.81",
     ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -21,6 +22,7 @@ from albert_tf.errors import ConfigError
 from albert_tf.finetune.directory import write_metadata
 from albert_tf.finetune.predict import FinetunedModel
 from albert_tf.finetune.settings import FinetuneSettings
+from albert_tf.finetune.summary import duration
 from albert_tf.io_utils import atomic_dir
 
 Log = Callable[[str], None]
@@ -98,7 +100,7 @@ def finetune_restarts(
     at once costs nothing more. `finetune` is one run of `trainer.finetune`, called as
     `finetune(settings, log, progress, closing=..., shown_output=...)`.
     """
-    runs, kept = [], None
+    runs, kept, started = [], None, time.monotonic()
     with atomic_dir(settings.output_dir, overwrite=settings.overwrite) as tmp:
         for attempt in range(settings.restarts + 1):
             seed = settings.seed + attempt
@@ -129,7 +131,8 @@ def finetune_restarts(
         shutil.rmtree(tmp / SEEDS_DIR)
     if len(runs) > 1:
         log(
-            f"kept seed {result.settings.seed} of {len(runs)} runs (the best on {settings.eval_path})"
+            f"kept seed {result.settings.seed} of {len(runs)} runs (the best on "
+            f"{settings.eval_path}; {duration(time.monotonic() - started)} in all)"
         )
     for line in closing:
         log(line)

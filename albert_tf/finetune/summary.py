@@ -69,7 +69,8 @@ def beats(value: float | None, baseline: Floor | None) -> bool:
     return baseline is None or (value is not None and value > baseline.value + baseline.margin)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """`1 min 23 s`, or `42 s` under a minute."""
     minutes, seconds = divmod(round(seconds), 60)
     return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
 
@@ -99,7 +100,7 @@ def summary_lines(
     if counts:
         shown = ", ".join(f"{label} {n}" for label, n in counts.items())
         lines.append(f"labels in {train_path}: {shown}")
-    lines.append(f"time: {_duration(seconds)}; TensorBoard logs: {logs}")
+    lines.append(f"time: {duration(seconds)}; TensorBoard logs: {logs}")
     if metric is not None and not beats(best, baseline):
         lines.append(
             f"warning: the best epoch ({metric} {best:.4f}) does not beat {baseline.what} "
