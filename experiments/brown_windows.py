@@ -125,6 +125,7 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
                 learning_rate=args.learning_rate,
                 seed=seed,
                 restarts=0,  # one draw per seed: these runs measure, not pick
+                reinit_pooler=False,  # as when the committed results were measured
                 dtype="float32",
                 eval_path=str(work / "dev.tsv"),
                 config=str(work / CONFIG_FILE),

@@ -162,6 +162,7 @@ def finetune_run(args, work: Path, sp_model: Path, run: str, longest: int, seed:
             learning_rate=args.learning_rate,
             seed=seed,
             restarts=0,  # one draw per seed: these runs measure, not pick
+            reinit_pooler=False,  # as when the committed results were measured
             dtype="float32",
             eval_path=str(work / "dev.tsv"),
             config=str(work / "albert_config.json"),

@@ -154,6 +154,7 @@ def finetune_and_score(
             learning_rate=learning_rate,
             seed=seed,
             restarts=0,  # one draw per seed: these runs measure, not pick
+            reinit_pooler=False,  # as when the committed results were measured
             dtype=dtype,
             train_steps=max_steps,
             eval_path=str(paths["dev"]),

@@ -100,7 +100,11 @@ def build(work: Path = WORK) -> dict[str, Path]:
     examples = rows(fetch(work))
     random.Random(0).shuffle(examples)
     n = len(examples)
-    cuts = {"train": (0, int(0.8 * n)), "dev": (int(0.8 * n), int(0.9 * n)), "test": (int(0.9 * n), n)}
+    cuts = {
+        "train": (0, int(0.8 * n)),
+        "dev": (int(0.8 * n), int(0.9 * n)),
+        "test": (int(0.9 * n), n),
+    }
     out.mkdir(parents=True, exist_ok=True)
     for name, (begin, end) in cuts.items():
         tmp = paths[name].with_suffix(".tmp")
