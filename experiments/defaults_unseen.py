@@ -78,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: the quickstart's model once per seed with --restarts 0 (how often one run "
         "learns), appended to DATA/quickstart-single-runs.jsonl",
     )
+    parser.add_argument(
+        "--another-quickstart",
+        nargs=2,
+        metavar=("LABEL", "DIR"),
+        help="instead: only the quickstart model of another `albert-tf quickstart` run (its "
+        "output DIR, say a clean clone's CI run), kept as DATA/quickstart-LABEL.json",
+    )
     args = parser.parse_args(argv)
     if not (QUICKSTART / "pretrain").is_dir():
         albert_tf("quickstart", "--output", str(QUICKSTART))
@@ -87,11 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.single_runs:
         return single_runs(args.single_runs, train, dev, results / "quickstart-single-runs.jsonl")
     # Each pretrained model, then random init of its shape and vocabulary: what the weights add.
-    for name, init in (
+    inits = (
         ("quickstart", [str(QUICKSTART / "pretrain")]),
         ("albert_en_mini", ["albert_en_mini"]),
         ("quickstart-random", ["random", "--config", "tiny", "--sp-model", str(QUICKSTART / "spm.model")]),
-    ):  # fmt: skip
+    )  # fmt: skip
+    if args.another_quickstart:
+        label, directory = args.another_quickstart
+        inits = ((f"quickstart-{label}", [str(Path(directory) / "pretrain")]),)
+    for name, init in inits:
         if (results / f"{name}.json").is_file():
             continue
         output = WORK / args.data / name
