@@ -98,10 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--restarts",
         type=int,
         metavar="N",
-        help="with --eval, one seed and some training: when a run's best epoch does not beat the majority class "
-        "(or the mean) by more than its standard error, start again with the next seed, up to N "
-        "more times, and keep the best run; fine-tuning from a small or briefly pretrained model "
-        "sometimes learns nothing from one seed and does from another (0: never)",
+        help="with --eval, one seed and some training: when a run's best epoch does not beat "
+        "the majority class (or the mean) by more than its standard error, start again with the "
+        "next seed, up to N more times, and keep the best run; fine-tuning from a small or "
+        "briefly pretrained model sometimes learns nothing from one seed and does from another "
+        "(0: never)",
     )
     parser.add_argument("--dtype", choices=DTYPES, help="compute dtype (auto: the machine's best)")
     _add_task_arguments(parser)
