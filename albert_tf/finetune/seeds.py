@@ -15,6 +15,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +35,15 @@ def _better(value: float | None, best: float | None) -> bool:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return best is None
     return best is None or value > best
+
+
+def _promote(directory: Path, result: FinetunedModel, tmp: Path) -> None:
+    """Writes the kept run's finetune.json, moves its files from `directory` up into the
+    output's temporary directory `tmp`, and removes the other runs."""
+    write_metadata(directory, result.metadata)
+    for child in directory.iterdir():
+        os.replace(child, tmp / child.name)
+    shutil.rmtree(tmp / SEEDS_DIR)
 
 
 def finetune_seeds(
@@ -71,10 +81,7 @@ def finetune_seeds(
             "kept_seed": result.settings.seed,
         }
         result.metadata["seeds"] = record
-        write_metadata(directory, result.metadata)
-        for child in directory.iterdir():
-            os.replace(child, tmp / child.name)
-        shutil.rmtree(tmp / SEEDS_DIR)
+        _promote(directory, result, tmp)
     log(
         f"{metric} over {len(runs)} seeds: mean {record['mean']:.4f} ± {record['sd']:.4f} (sd); "
         f"kept seed {record['kept_seed']} ({result.metadata['best_value']:.4f}, the best on "
@@ -125,10 +132,7 @@ def finetune_restarts(
                 )
         directory, result, closing = kept
         result.metadata["restarts"] = {"runs": runs, "kept_seed": result.settings.seed}
-        write_metadata(directory, result.metadata)
-        for child in directory.iterdir():
-            os.replace(child, tmp / child.name)
-        shutil.rmtree(tmp / SEEDS_DIR)
+        _promote(directory, result, tmp)
     if len(runs) > 1:
         log(
             f"kept seed {result.settings.seed} of {len(runs)} runs (the best on "
