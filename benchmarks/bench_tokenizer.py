@@ -69,8 +69,8 @@ def main() -> None:
     import tensorflow_hub as hub
     import tensorflow_text  # noqa: F401  (ops of the SavedModel)
 
-    from preprocess.preprocess_model import save_preprocess_model
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.preprocess.preprocess_model import save_preprocess_model
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     sentences = load_sentences(args.num_sentences)
     reference = AlbertTokenizer(args.sp_model)

@@ -63,7 +63,7 @@ from rotten_tomatoes import fetch, finetune_and_score, split  # noqa: E402
 
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE  # noqa: E402
 from albert_tf.io_utils import atomic_file  # noqa: E402
-from preprocess.pretraining_data.format import SENTENCE_TASKS  # noqa: E402
+from albert_tf.preprocess.pretraining_data.format import SENTENCE_TASKS  # noqa: E402
 
 EVAL_TASKS = ("sop", "nsp")  # held-out data every checkpoint is scored on
 SHARING = {"all": "all-shared", "none": "not-shared", "attention": "shared-attention",
@@ -214,7 +214,7 @@ def _digest(paths: list[Path]) -> str:
 
 
 def _embedded_corpus(work: Path) -> tuple[Path, Path]:
-    from preprocess.corpus import build_default_corpus
+    from albert_tf.preprocess.corpus import build_default_corpus
 
     paths = build_default_corpus(work / "corpus", heldout_percent=10)
     return paths.train, paths.heldout
@@ -249,8 +249,8 @@ def word_order_task(heldout: Path, out: Path, seed: int = 0, size: int = 400) ->
 def prepare(budget: Budget, work: Path, progress: bool) -> Prepared:
     """Corpus, SentencePiece model, records for every sentence task, and the downstream task:
     each built once under `work` and reused."""
-    from preprocess.pretraining_data import create_pretraining_data
-    from preprocess.spm_train import train_sentencepiece
+    from albert_tf.preprocess.pretraining_data import create_pretraining_data
+    from albert_tf.preprocess.spm_train import train_sentencepiece
 
     if budget.corpus == "embedded":
         train_txt, heldout_txt = _embedded_corpus(work)

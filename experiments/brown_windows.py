@@ -94,7 +94,7 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
     """One split, vocabulary and initialization (all from `seed`), fine-tuned both ways."""
     from albert_tf.finetune.settings import FinetuneSettings
     from albert_tf.finetune.trainer import finetune
-    from preprocess.spm_train import train_sentencepiece
+    from albert_tf.preprocess.spm_train import train_sentencepiece
 
     work = Path(args.work) / f"seed-{seed}"
     work.mkdir(parents=True, exist_ok=True)

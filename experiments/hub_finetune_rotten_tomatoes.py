@@ -3,7 +3,7 @@
 tf_keras model trained with `model.fit` on raw strings.
 
 The checkpoint (a directory from `albert-tf pretrain` with its `spm.model`) is exported with
-`export.bundle.export_bundle` first. Data and split are those of
+`albert_tf.export.bundle.export_bundle` first. Data and split are those of
 rotten_tomatoes.py (vaderSentiment sdist, seeded 80/10/10; fetched with
 `pip download` when missing, kept under data/).
 
@@ -49,7 +49,7 @@ def main() -> None:
     import tensorflow_text  # noqa: F401  (registers the preprocessing SavedModel's ops)
     import tf_keras as keras
 
-    from export.bundle import export_bundle
+    from albert_tf.export.bundle import export_bundle
 
     work = Path(args.work)
     paths = split(fetch(work), work / "split")

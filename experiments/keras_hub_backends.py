@@ -54,8 +54,8 @@ def _cli(*args: str) -> None:
 def prepare() -> None:
     from albert_tf.checkpoint import load_checkpoint_dir
     from albert_tf.convert.tf1 import convert_tf1_checkpoint
+    from albert_tf.export.tflite import probe_inputs
     from albert_tf.finetune.predict import load_finetuned
-    from export.tflite import probe_inputs
     from tests.helpers import write_pretraining_records
 
     OUT.mkdir(parents=True, exist_ok=True)

@@ -36,9 +36,9 @@ SUMMARY = ROOT / "experiments" / "results" / "learning_compiled_step.json"
 def prepare(work: Path) -> tuple[Path, Path, Path]:
     """(training records glob, held-out records glob, sp model), built once."""
     from albert_tf import quickstart as qs
-    from preprocess.corpus import build_default_corpus
-    from preprocess.pretraining_data import create_pretraining_data
-    from preprocess.spm_train import train_sentencepiece
+    from albert_tf.preprocess.corpus import build_default_corpus
+    from albert_tf.preprocess.pretraining_data import create_pretraining_data
+    from albert_tf.preprocess.spm_train import train_sentencepiece
 
     work.mkdir(parents=True, exist_ok=True)
     corpus = build_default_corpus(work / "corpus")
@@ -66,9 +66,9 @@ def run_arm(work: Path, dtype: str, step: str, seed: int, steps: int) -> dict:
     from albert_tf import quickstart as qs
     from albert_tf.config import PRESETS
     from albert_tf.layers.compiled import compiled_training
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
     from albert_tf.pretraining.settings import PretrainSettings
     from albert_tf.pretraining.trainer import pretrain
-    from preprocess.tokenizer import AlbertTokenizer
 
     data, heldout, sp_model = prepare(work)
     config = PRESETS["tiny"].replace(vocab_size=AlbertTokenizer(sp_model).vocab_size)

@@ -186,8 +186,8 @@ def finetune_run(args, work: Path, sp_model: Path, run: str, longest: int, seed:
 
 def prepare(args, task: str, seed: int, brown: Path, reviews) -> tuple[Path, Path, dict]:
     """The task's TSVs, vocabulary and config for `seed` (made once, reused on resume)."""
-    from preprocess.spm_train import train_sentencepiece
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.preprocess.spm_train import train_sentencepiece
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     work = Path(args.work) / task / f"seed-{seed}"
     sp_model, stats_file = work / "spm.model", work / "stats.json"

@@ -59,12 +59,12 @@ def score(run_dir: Path, test: Path, train: Path) -> dict:
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
+    from albert_tf.export.onnx import optimize
+    from albert_tf.export.onnx.classifier import head_graph
+    from albert_tf.export.onnx.encoder import encoder_graph
+    from albert_tf.export.onnx.writer import run, session
+    from albert_tf.export.runtimes import runtime_encoder
     from albert_tf.finetune.predict import load_finetuned, predict_file
-    from export.onnx import optimize
-    from export.onnx.classifier import head_graph
-    from export.onnx.encoder import encoder_graph
-    from export.onnx.writer import run, session
-    from export.runtimes import runtime_encoder
 
     texts, labels = read_split(test)
     serving = tf.saved_model.load(str(run_dir / "serving")).signatures["serving_default"]

@@ -43,8 +43,8 @@ from albert_tf.config import SP_MODEL_FILE  # noqa: E402
 
 
 def prepare_data(work: Path, args: argparse.Namespace, vocab_size: int) -> tuple[Path, Path, Path]:
-    from preprocess.pretraining_data import create_pretraining_data
-    from preprocess.spm_train import train_sentencepiece
+    from albert_tf.preprocess.pretraining_data import create_pretraining_data
+    from albert_tf.preprocess.spm_train import train_sentencepiece
 
     train_txt, heldout_txt = prepare_corpus(work, args.corpus)
     sp_model = work / SP_MODEL_FILE

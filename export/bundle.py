@@ -16,15 +16,15 @@ from tqdm.auto import tqdm
 
 from albert_tf.config import SP_MODEL_FILE
 from albert_tf.errors import ExportError
-from albert_tf.io_utils import atomic_dir, check_output_path
-from export.writers import (
+from albert_tf.export.writers import (
     CHECKPOINT_WRITERS,
     FINETUNED_WRITERS,
     ExportSource,
     Writer,
     write_each,
 )
-from preprocess.tokenizer import as_tokenizer
+from albert_tf.io_utils import atomic_dir, check_output_path
+from albert_tf.preprocess.tokenizer import as_tokenizer
 
 
 @dataclasses.dataclass
@@ -79,7 +79,7 @@ def _check_arguments(
             sp_model = Path(checkpoint_dir) / SP_MODEL_FILE
     tokenizer = None
     if sp_model is not None:
-        from preprocess.preprocess_model import check_seq_length
+        from albert_tf.preprocess.preprocess_model import check_seq_length
 
         check_seq_length(seq_length)
         vocab_size = None if config is None else config.vocab_size
@@ -108,22 +108,22 @@ def export_bundle(
     hf: bool = False,
 ) -> ExportedBundle:
     """Exports TF-Hub SavedModels (and the other formats asked for) into `output_dir`,
-    atomically: the writers of `export.writers.CHECKPOINT_WRITERS`, in order.
+    atomically: the writers of `albert_tf.export.writers.CHECKPOINT_WRITERS`, in order.
 
     - `encoder/` from `checkpoint_dir` (our checkpoint directory, or a shipped model's name such
-      as `albert_en_mini`), see `export.encoder`.
+      as `albert_en_mini`), see `albert_tf.export.encoder`.
     - `preprocess/` when a SentencePiece model is given as `sp_model` or found as `spm.model` in
       `checkpoint_dir`: strings -> the encoder inputs at `seq_length` (see
-      `preprocess.preprocess_model`). Without `checkpoint_dir`, only this part is written.
+      `albert_tf.preprocess.preprocess_model`). Without `checkpoint_dir`, only this part is written.
     - `tflite/` with `tflite`: float32 and int8 encoders at `seq_length` and `report.json`
-      (sizes, `pooled_output` cosine similarity to the SavedModel), see `export.tflite`.
+      (sizes, `pooled_output` cosine similarity to the SavedModel), see `albert_tf.export.tflite`.
     - `onnx/` with `onnx`: float32 and int8 ONNX encoders, raw-string models when there is a
-      SentencePiece model, and `report.json`, see `export.onnx` (needs the `onnx` extra).
+      SentencePiece model, and `report.json`, see `albert_tf.export.onnx` (needs the `onnx` extra).
     - `keras_hub/` with `keras_hub`: a keras-hub preset (`AlbertMaskedLM` with the MLM head,
       else `AlbertBackbone`; the tokenizer with a SentencePiece model) and its `report.json`,
-      see `export.keras_hub` (needs the `keras-hub` extra).
+      see `albert_tf.export.keras_hub` (needs the `keras-hub` extra).
     - `hf/` with `hf`: a Hugging Face transformers folder (config, safetensors weights and, with
-      a SentencePiece model, the tokenizer), see `export.hf`.
+      a SentencePiece model, the tokenizer), see `albert_tf.export.hf`.
 
     Raises ExportError (nothing to export, SentencePiece vocabulary size != vocab_size,
     seq_length beyond max_position_embeddings, a model transformers or keras-hub cannot
@@ -177,7 +177,7 @@ def export_finetuned(
     keras_hub: bool = False,
     tflite: bool = False,
 ) -> dict[str, dict[str, Any] | None]:
-    """`export --finetuned DIR`: the writers of `export.writers.FINETUNED_WRITERS` asked for,
+    """`export --finetuned DIR`: the writers of `albert_tf.export.writers.FINETUNED_WRITERS` asked for,
     each into its directory in `finetuned_dir` (`onnx/`, `hf/`, `keras_hub/`, `tflite/`), replacing an
     earlier one atomically; returns the reports by writer name.
 

@@ -34,7 +34,7 @@ from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.heads import MaskedLMHead
 from albert_tf.layers.compiled import compiled_training
-from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 try:
     from tensorflow.python.saved_model.save_context import save_context
@@ -140,7 +140,7 @@ def save_encoder(
 ) -> tf.Module:
     """Saves the encoder SavedModel into `output_dir`; returns the saved module.
 
-    Not atomic by itself: `export.bundle.export_bundle` calls it inside a temporary directory.
+    Not atomic by itself: `albert_tf.export.bundle.export_bundle` calls it inside a temporary directory.
     Assets are staged under fixed names in a scratch directory that is deleted afterwards; the
     SavedModel stores only asset basenames, so no source or scratch path ends up in it.
     """
@@ -168,16 +168,16 @@ def save_encoder(
 
 
 def write_encoder(source: Any, target: Path) -> None:
-    """The `encoder` writer (`export.writers`): the checkpoint's encoder SavedModel, with `.mlm`
+    """The `encoder` writer (`albert_tf.export.writers`): the checkpoint's encoder SavedModel, with `.mlm`
     when it has an MLM head and the SentencePiece model as an asset when there is one."""
     checkpoint = source.checkpoint
     save_encoder(target, checkpoint.encoder, checkpoint.mlm_head, source.tokenizer)
 
 
 def write_preprocess(source: Any, target: Path) -> None:
-    """The `preprocess` writer (`export.writers`): the preprocessing SavedModel of the
+    """The `preprocess` writer (`albert_tf.export.writers`): the preprocessing SavedModel of the
     SentencePiece model at `source.seq_length`."""
-    from preprocess.preprocess_model import save_preprocess_model
+    from albert_tf.preprocess.preprocess_model import save_preprocess_model
 
     # `target` is the writer's new, empty directory: written over in place.
     save_preprocess_model(

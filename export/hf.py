@@ -2,7 +2,7 @@
 
 The folder holds `config.json` (every key of transformers' `AlbertConfig`, so nothing falls
 back to its xxlarge defaults), `model.safetensors` (float32, written with `safetensors.numpy`)
-and, with a SentencePiece model, the tokenizer (`export.hf_tokenizer`). Weight names come from
+and, with a SentencePiece model, the tokenizer (`albert_tf.export.hf_tokenizer`). Weight names come from
 the one table `albert_tf.convert.hf` reads HF folders with, read backwards (`source_of`).
 
 - A pretraining checkpoint becomes an `AlbertForPreTraining` (MLM and SOP heads present), an
@@ -40,8 +40,8 @@ from albert_tf.convert.hf import (
     source_of,
 )
 from albert_tf.errors import ExportError
-from export.writers import ExportSource
-from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
+from albert_tf.export.writers import ExportSource
+from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 
 def hf_tensors(variables: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -69,7 +69,7 @@ def write_hf_dir(
     into the existing empty directory `target`."""
     from safetensors.numpy import save_file
 
-    from export.hf_tokenizer import write_tokenizer
+    from albert_tf.export.hf_tokenizer import write_tokenizer
 
     target = Path(target)
     (target / CONFIG_FILE).write_text(json.dumps(config_values, indent=2) + "\n", encoding="utf-8")
@@ -117,17 +117,17 @@ def export_checkpoint_hf(
 
 
 def check_hf(source: ExportSource) -> None:
-    """The `hf` writer's check (`export.writers`): `check_hf_exportable`, and the `tokenizers`
+    """The `hf` writer's check (`albert_tf.export.writers`): `check_hf_exportable`, and the `tokenizers`
     package when there is a tokenizer to write."""
     check_hf_exportable(source.config)
     if source.tokenizer is not None:
-        from export.hf_tokenizer import require_tokenizers
+        from albert_tf.export.hf_tokenizer import require_tokenizers
 
         require_tokenizers()
 
 
 def write_hf(source: ExportSource, target: Path) -> dict[str, Any]:
-    """The `hf` writer (`export.writers`): `export_checkpoint_hf` into `target`; returns
+    """The `hf` writer (`albert_tf.export.writers`): `export_checkpoint_hf` into `target`; returns
     {"architecture": the transformers class}."""
     architecture = export_checkpoint_hf(
         source.checkpoint, target, source.tokenizer, source.do_lower_case
@@ -199,7 +199,7 @@ def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
 
 
 def check_hf_finetuned(source: ExportSource) -> None:
-    """The fine-tuned `hf` writer's check (`export.writers`): `check_finetuned_hf`."""
+    """The fine-tuned `hf` writer's check (`albert_tf.export.writers`): `check_finetuned_hf`."""
     check_finetuned_hf(source.finetuned_dir)
 
 
@@ -211,8 +211,8 @@ def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, st
     Raises CheckpointError (not a fine-tuned model directory) and ExportError (see
     `check_finetuned_hf`) before anything is written.
     """
+    from albert_tf.export.writers import FINETUNED_WRITERS, write_one, writers_named
     from albert_tf.finetune.predict import load_finetuned
-    from export.writers import FINETUNED_WRITERS, write_one, writers_named
 
     check_finetuned_hf(finetuned_dir)
     finetuned_dir = Path(finetuned_dir)
@@ -223,7 +223,7 @@ def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, st
 
 
 def write_hf_finetuned(source: ExportSource, target: Path) -> dict[str, Any]:
-    """The fine-tuned `hf` writer (`export.writers`): the folder of `export_finetuned_hf` into
+    """The fine-tuned `hf` writer (`albert_tf.export.writers`): the folder of `export_finetuned_hf` into
     `target`; returns {"architecture": the transformers class, "note": `_not_in_hf`'s line}."""
     finetuned = source.finetuned
     encoder = finetuned.model.encoder

@@ -24,7 +24,7 @@ WORD_START = "▁"
 
 
 def preprocess_text(text: str, lower: bool) -> str:
-    """The original `tokenization.preprocess_text` (albert-tf's `preprocess.normalize`)."""
+    """The original `tokenization.preprocess_text` (albert-tf's `albert_tf.preprocess.normalize`)."""
     if isinstance(text, str) and not text.isascii():
         try:
             text.encode("utf-8")

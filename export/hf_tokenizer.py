@@ -7,7 +7,7 @@ Final_Sigma, makes the user-defined pieces ("(", ")") added tokens that split th
 them, and splits words before SentencePiece. `tokenizer_json` writes the pipeline that
 `AutoTokenizer.from_pretrained` then loads as it is (`tokenizer_class` "TokenizersBackend"):
 
-1. normalizer, `preprocess.normalize.preprocess_text`: whitespace runs (Python's `str.split`
+1. normalizer, `albert_tf.preprocess.normalize.preprocess_text`: whitespace runs (Python's `str.split`
    set) -> " ", trimmed; NFKD; characters of non-zero combining class removed; `str.lower`
    with its Final_Sigma rule (when lowercasing). The tables come from this Python's
    `unicodedata`, and characters the `tokenizers` library's own NFKD or lowercase tables treat
@@ -40,7 +40,7 @@ Where it differs from the original (no tokenizer.json can do better on the first
   the original tokenizes them as text.
 
 `AutoTokenizer.from_pretrained(folder, trust_remote_code=True)` loads the folder's
-`tokenization_albert_tf.py` instead (`export.hf_remote_tokenizer`): the original algorithm
+`tokenization_albert_tf.py` instead (`albert_tf.export.hf_remote_tokenizer`): the original algorithm
 itself, equal to the original's ids (still with the last difference).
 """
 
@@ -57,8 +57,8 @@ from typing import Any
 
 from albert_tf.convert.hf import SP_MODEL_FILE
 from albert_tf.errors import InstallError
-from preprocess.normalize import code_points, re2_class_body
-from preprocess.tokenizer import (
+from albert_tf.preprocess.normalize import code_points, re2_class_body
+from albert_tf.preprocess.tokenizer import (
     CLS,
     MASK,
     PAD,
@@ -196,7 +196,7 @@ def _sentencepiece_normalizers(proto: Any) -> list[dict[str, Any]]:
 
 def _piece_score(piece: Any) -> float:
     """The score SentencePiece's Viterbi adds for a piece: user-defined pieces
-    0.1 per UTF-8 byte beyond the first (see export.onnx.piece_order)."""
+    0.1 per UTF-8 byte beyond the first (see albert_tf.export.onnx.piece_order)."""
     if piece.type == _USER_DEFINED:
         return 0.1 * (len(piece.piece.encode()) - 1)
     return piece.score if piece.type == _NORMAL else 0.0

@@ -9,7 +9,7 @@ this process beside tf_keras, on its TensorFlow backend.
 Beside keras-hub's files the preset holds `assets/albert_tf/spm.model` (the SentencePiece model
 as trained; `convert --keras-hub-preset` reads it back) and `report.json`: what travelled, the
 notes printed, keras-hub's largest differences from our outputs on probe inputs, and the
-tokenizer's known differences (`export.keras_hub_tokenizer.DIFFERENCES`).
+tokenizer's known differences (`albert_tf.export.keras_hub_tokenizer.DIFFERENCES`).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from albert_tf.convert.keras_hub import (
     weights_by_path,
 )
 from albert_tf.errors import ExportError
-from export.writers import ExportSource
-from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
+from albert_tf.export.writers import ExportSource
+from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 SOP_NOTE = "the sentence-order head stays behind: keras-hub has no ALBERT SOP head"
 
@@ -88,7 +88,7 @@ def write_preset(
 
     With `sp_model` (a path or the loaded tokenizer) the preset has keras-hub's
     `AlbertTokenizer` (the combined normalizer of
-    `export.keras_hub_tokenizer`) and, for a task, its preprocessor at `seq_length`. `ours` maps
+    `albert_tf.export.keras_hub_tokenizer`) and, for a task, its preprocessor at `seq_length`. `ours` maps
     `probe` (encoder inputs) to our outputs (`sequence_output`, `pooled_output`, and
     `mlm_logits` at every position or the classifier's `logits`); the report holds keras-hub's
     largest absolute difference from each.
@@ -98,7 +98,7 @@ def write_preset(
     backbone = models.AlbertBackbone(**backbone_config(config))
     tokenizer = preprocessor = ours_tokenizer = None
     if sp_model is not None:
-        from export.keras_hub_tokenizer import albert_sp_model_proto
+        from albert_tf.export.keras_hub_tokenizer import albert_sp_model_proto
 
         ours_tokenizer = as_tokenizer(sp_model, do_lower_case)
         tokenizer = models.AlbertTokenizer(
@@ -151,7 +151,7 @@ def write_preset(
 
 
 def _differences() -> list[str]:
-    from export.keras_hub_tokenizer import DIFFERENCES
+    from albert_tf.export.keras_hub_tokenizer import DIFFERENCES
 
     return list(DIFFERENCES)
 
@@ -177,7 +177,7 @@ def _fill(
 
 
 def check_keras_hub(source: ExportSource) -> None:
-    """The keras-hub writers' check (`export.writers`): the extra is installed, and keras-hub
+    """The keras-hub writers' check (`albert_tf.export.writers`): the extra is installed, and keras-hub
     computes the model (`check_travels`) when its config is known."""
     if source.config is not None:
         check_travels(source.config)  # what keras-hub cannot compute is refused before any work
@@ -196,7 +196,7 @@ def write_checkpoint_preset(
 ) -> dict[str, Any]:
     """The preset of a `CheckpointDir` (`AlbertMaskedLM` when it has an MLM head, else the
     backbone) at the new `directory`, with report.json; returns the report."""
-    from export.writers import CHECKPOINT_WRITERS, write_one, writers_named
+    from albert_tf.export.writers import CHECKPOINT_WRITERS, write_one, writers_named
 
     tokenizer = None if sp_model is None else as_tokenizer(sp_model, do_lower_case)
     source = ExportSource(
@@ -211,9 +211,9 @@ def write_checkpoint_preset(
 
 
 def write_keras_hub(source: ExportSource, target: Path) -> dict[str, Any]:
-    """The `keras_hub` writer (`export.writers`): the preset of `write_checkpoint_preset` into
+    """The `keras_hub` writer (`albert_tf.export.writers`): the preset of `write_checkpoint_preset` into
     `target`; returns the report."""
-    from export.tflite import probe_inputs
+    from albert_tf.export.tflite import probe_inputs
 
     checkpoint = source.checkpoint
     config = checkpoint.config
@@ -265,8 +265,8 @@ def export_finetuned_keras_hub(finetuned_dir: str | os.PathLike) -> dict[str, An
     Raises ExportError (one line, nothing written) for other tasks, for models fine-tuned from
     a TF-Hub encoder (no config to rebuild), and for what `check_travels` refuses.
     """
+    from albert_tf.export.writers import FINETUNED_WRITERS, write_one, writers_named
     from albert_tf.finetune.predict import load_finetuned
-    from export.writers import FINETUNED_WRITERS, write_one, writers_named
 
     finetuned_dir = Path(finetuned_dir)
     source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
@@ -275,10 +275,10 @@ def export_finetuned_keras_hub(finetuned_dir: str | os.PathLike) -> dict[str, An
 
 
 def write_keras_hub_finetuned(source: ExportSource, target: Path) -> dict[str, Any]:
-    """The fine-tuned `keras_hub` writer (`export.writers`): the preset of
+    """The fine-tuned `keras_hub` writer (`albert_tf.export.writers`): the preset of
     `export_finetuned_keras_hub` into `target`; returns the report."""
+    from albert_tf.export.tflite import probe_inputs
     from albert_tf.finetune.features import INPUT_NAMES
-    from export.tflite import probe_inputs
 
     finetuned = source.finetuned
     settings = finetuned.settings

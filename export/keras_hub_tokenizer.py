@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from preprocess.normalize import code_points
-from preprocess.tokenizer import is_digit_comma_piece
+from albert_tf.preprocess.normalize import code_points
+from albert_tf.preprocess.tokenizer import is_digit_comma_piece
 
 NORMALIZER_NAME = "albert_tf_preprocess_text"
 DIFFERENCES = (
@@ -116,7 +116,7 @@ def differs_from_albert(sp: Any, text: str, lower: bool) -> bool:
     """Whether keras-hub's ids for `text` differ from ALBERT's for one of `DIFFERENCES`: the
     SentencePiece processor `sp` (of the original model) segments the normalized text into a
     digit-comma piece, or lowercasing meets a word-final capital sigma."""
-    from preprocess.normalize import preprocess_text
+    from albert_tf.preprocess.normalize import preprocess_text
 
     normalized = preprocess_text(text, lower=lower)
     if any(is_digit_comma_piece(p) for p in sp.encode(normalized, out_type=str)):

@@ -11,8 +11,8 @@ from albert_tf.checkpoint import check_checkpoint_files, save_checkpoint_dir, tf
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, AlbertConfig
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ExportError
+from albert_tf.export.encoder import unique_variables
 from albert_tf.heads import MaskedLMHead
-from export.encoder import unique_variables
 
 
 def _copy(targets: list[tf.Variable], sources: list[tf.Variable], what: str) -> None:
@@ -33,7 +33,7 @@ def hub_to_checkpoint_dir(
     hub_dir: str | os.PathLike, output_dir: str | os.PathLike, overwrite: bool = False
 ) -> Path:
     """Writes a checkpoint directory (encoder, MLM head when exported, spm.model when packaged)
-    from an encoder SavedModel written by `export.encoder.save_encoder`; returns its path.
+    from an encoder SavedModel written by `albert_tf.export.encoder.save_encoder`; returns its path.
 
     Variables are matched by position (the export stores them in the encoder's own order) and
     checked by count and shape. Raises ExportError if `hub_dir` is not such a SavedModel or its

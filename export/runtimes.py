@@ -1,8 +1,8 @@
 """A fine-tuned model's encoder on another runtime, for `albert-tf predict --runtime`.
 
 The encoder is where nearly all the time goes, so only it moves: the restored weights are
-exported in float32 to int8 (ONNX Runtime: `export.onnx`'s graph with ORT's BERT fusions and
-dynamic int8 quantization; TFLite: `export.tflite`'s dynamic-range int8 file, run by LiteRT's
+exported in float32 to int8 (ONNX Runtime: `albert_tf.export.onnx`'s graph with ORT's BERT fusions and
+dynamic int8 quantization; TFLite: `albert_tf.export.tflite`'s dynamic-range int8 file, run by LiteRT's
 XNNPACK int8 kernels), and the task's own forward pass (windows, choices, the head) runs
 around it unchanged. So every task predicts through every runtime, tokenization stays in
 Python (the TFLite file takes token ids), and the records are decoded exactly as with `tf`.
@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.errors import ConfigError
+from albert_tf.export.encoder import float32_copy
 from albert_tf.runtimes import RUNTIMES, Runner, onnx_runner, require_onnxruntime, tflite_runner
-from export.encoder import float32_copy
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
@@ -69,15 +69,15 @@ def runtime_encoder(
     with tempfile.TemporaryDirectory(prefix="albert-tf-runtime-") as tmp:
         path = Path(tmp) / f"encoder_int8.{runtime}"
         if runtime == "tflite":
-            from export.tflite import tflite_converters
+            from albert_tf.export.tflite import tflite_converters
 
             path.write_bytes(tflite_converters(encoder, seq_length)["int8"].convert())
             run = tflite_runner(path, threads)
         else:
             import onnx
 
-            from export.onnx import optimize
-            from export.onnx.encoder import encoder_graph
+            from albert_tf.export.onnx import optimize
+            from albert_tf.export.onnx.encoder import encoder_graph
 
             config = encoder.config
             fused = optimize.fuse(

@@ -28,8 +28,8 @@ import tensorflow as tf
 from albert_tf.activations import gelu_as_one_op
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ExportError
+from albert_tf.export.encoder import ENCODER_INPUTS, float32_copy
 from albert_tf.runtimes import tflite_runner
-from export.encoder import ENCODER_INPUTS, float32_copy
 
 TFLITE_FILES = {"float32": "encoder_float32.tflite", "int8": "encoder_int8.tflite"}
 TFLITE_OUTPUTS = ("pooled_output", "sequence_output")
@@ -130,7 +130,7 @@ def export_tflite(
 
 
 def write_tflite(source: Any, target: Path) -> dict[str, Any]:
-    """The `tflite` writer (`export.writers`): `export_tflite` of the checkpoint's encoder,
+    """The `tflite` writer (`albert_tf.export.writers`): `export_tflite` of the checkpoint's encoder,
     compared with the encoder SavedModel of the same export."""
     return export_tflite(source.checkpoint.encoder, target, source.seq_length, source.encoder_dir)
 
@@ -155,7 +155,7 @@ def check_tflite_classifier(source: Any) -> None:
 
 
 def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
-    """The fine-tuned `tflite` writer (`export.writers`): the files of the module docstring
+    """The fine-tuned `tflite` writer (`albert_tf.export.writers`): the files of the module docstring
     into `target`, checked against the model's `serving/` on probe sentences; returns the
     report."""
     import shutil
@@ -202,7 +202,7 @@ def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
 def probe_sentences(num_segments: int) -> tuple[list[str], list[str] | None]:
     """16 English sentences (pydoc help topics) as texts, and 16 others as their pairs for a
     pair task (None for one segment)."""
-    from preprocess.corpus import probe_sentences
+    from albert_tf.preprocess.corpus import probe_sentences
 
     sentences = probe_sentences(32)
     return sentences[:16], (sentences[16:] if num_segments == 2 else None)

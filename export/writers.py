@@ -86,31 +86,31 @@ class Writer:
 # The checkpoint writers, in the order they run (TFLite and ONNX compare with encoder/).
 CHECKPOINT_WRITERS = (
     Writer("encoder", "encoder", "encoder SavedModel", "checkpoint", None,
-           "export.encoder:write_encoder"),
+           "albert_tf.export.encoder:write_encoder"),
     Writer("preprocess", "preprocess", "preprocess SavedModel", "sp_model", None,
-           "export.encoder:write_preprocess"),
+           "albert_tf.export.encoder:write_preprocess"),
     Writer("tflite", "tflite", "TFLite", "checkpoint", None,
-           "export.tflite:write_tflite", report=True),
+           "albert_tf.export.tflite:write_tflite", report=True),
     Writer("onnx", "onnx", "ONNX", "checkpoint", "onnx",
-           "export.onnx.writer:write_onnx", "export.onnx.writer:check_onnx", report=True),
+           "albert_tf.export.onnx.writer:write_onnx", "albert_tf.export.onnx.writer:check_onnx", report=True),
     Writer("keras_hub", "keras_hub", "keras-hub", "checkpoint", "keras-hub",
-           "export.keras_hub:write_keras_hub", "export.keras_hub:check_keras_hub", report=True),
+           "albert_tf.export.keras_hub:write_keras_hub", "albert_tf.export.keras_hub:check_keras_hub", report=True),
     Writer("hf", "hf", "Hugging Face", "checkpoint", None,
-           "export.hf:write_hf", "export.hf:check_hf"),
+           "albert_tf.export.hf:write_hf", "albert_tf.export.hf:check_hf"),
 )  # fmt: skip
 
 # The writers of a fine-tuned model (`export --finetuned DIR`), each beside it in DIR.
 FINETUNED_WRITERS = (
     Writer("onnx", "onnx", "ONNX classifier", "finetuned", "onnx",
-           "export.onnx.classifier:write_onnx_classifier", "export.onnx.writer:check_onnx",
+           "albert_tf.export.onnx.classifier:write_onnx_classifier", "albert_tf.export.onnx.writer:check_onnx",
            report=True),
     Writer("hf", "hf", "Hugging Face", "finetuned", None,
-           "export.hf:write_hf_finetuned", "export.hf:check_hf_finetuned"),
+           "albert_tf.export.hf:write_hf_finetuned", "albert_tf.export.hf:check_hf_finetuned"),
     Writer("keras_hub", "keras_hub", "keras-hub", "finetuned", "keras-hub",
-           "export.keras_hub:write_keras_hub_finetuned", "export.keras_hub:check_keras_hub",
+           "albert_tf.export.keras_hub:write_keras_hub_finetuned", "albert_tf.export.keras_hub:check_keras_hub",
            report=True),
     Writer("tflite", "tflite", "TFLite classifier", "finetuned", None,
-           "export.tflite:write_tflite_classifier", "export.tflite:check_tflite_classifier",
+           "albert_tf.export.tflite:write_tflite_classifier", "albert_tf.export.tflite:check_tflite_classifier",
            report=True),
 )  # fmt: skip
 

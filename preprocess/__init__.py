@@ -4,10 +4,10 @@ plain-Python reference tokenizer, the in-graph tokenizer and the preprocessing S
 `AlbertTokenizer` tokenizes as the original ALBERT does, in Python; `GraphTokenizer` does the
 same in the TensorFlow graph; `save_preprocess_model` writes the TF-Hub preprocessing SavedModel;
 `train_sentencepiece` trains a vocabulary; `create_pretraining_data` (in
-`preprocess.pretraining_data`) writes the pretraining TFRecords.
+`albert_tf.preprocess.pretraining_data`) writes the pretraining TFRecords.
 """
 
-from preprocess.base.lazy import lazy_exports
+from albert_tf.lazy import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(
     __name__,

@@ -26,7 +26,7 @@ from apache_beam.options.pipeline_options import (  # noqa: E402
     WorkerOptions,
 )
 
-from preprocess.base.errors import AlbertError, DataError  # noqa: E402
+from albert_tf.errors import AlbertError, DataError  # noqa: E402
 
 NAMESPACE = "albert_tf"  # of the pipelines' metrics
 

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from preprocess.base.io_utils import atomic_file
-from preprocess.pretraining_data.documents import split_sentences
+from albert_tf.io_utils import atomic_file
+from albert_tf.preprocess.pretraining_data.documents import split_sentences
 
 TRAIN_FILE = "corpus.txt"
 HELDOUT_FILE = "heldout.txt"

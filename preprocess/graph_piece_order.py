@@ -1,7 +1,7 @@
 """The order of tied pieces as `sentencepiece` gives it, in TensorFlow ops: the Viterbi of
-`preprocess.piece_order` redone inside each run of pieces of one repeated string, for the
-preprocessing SavedModel (`preprocess.graph_tokenizer`). The ONNX text graph runs the same steps
-as ONNX operators (`export.onnx.piece_order`).
+`albert_tf.preprocess.piece_order` redone inside each run of pieces of one repeated string, for the
+preprocessing SavedModel (`albert_tf.preprocess.graph_tokenizer`). The ONNX text graph runs the same steps
+as ONNX operators (`albert_tf.export.onnx.piece_order`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class PieceOrder(tf.Module):
     """Puts the pieces of every run of one repeated string back in `sentencepiece`'s order.
 
     Args:
-      tables: `preprocess.piece_order.piece_tables` of the model the ids come from (vocabulary
+      tables: `albert_tf.preprocess.piece_order.piece_tables` of the model the ids come from (vocabulary
         ids, and the 256 byte ids of its byte-fallback model after them).
     """
 

@@ -19,13 +19,13 @@ into a SavedModel and runs in `tf.data`:
    tests/test_tokenizer_properties.py and tests/test_tokenizer_agreement.py). A row with an
    `<unk>` before such a run is tokenized again by `tf_text.SentencepieceTokenizer` on the
    byte-fallback model (each unknown character as its bytes, so each is scored), and
-   `preprocess.graph_piece_order` puts its runs in `sentencepiece`'s order, redoing its Viterbi
+   `albert_tf.preprocess.graph_piece_order` puts its runs in `sentencepiece`'s order, redoing its Viterbi
    from the score where each run starts, as the ONNX graph does; then its bytes are merged
    into `<unk>` as `sentencepiece` merges unknown characters. Other rows cost two dozen
    vectorized ops; the redone Viterbi takes a loop step per character of a run (a run of
    100,000 "0" after an emoji takes seconds). Past about 15,000 pieces in one text
    `sentencepiece` rebases its
-   running score, which is not redone (`preprocess.piece_order`): there tied orders may differ
+   running score, which is not redone (`albert_tf.preprocess.piece_order`): there tied orders may differ
    ("the 1,000 " 5,000 times differs from its 22,517th piece on, as before this step existed);
 6. the original's digit-comma re-split as a table lookup: every vocabulary id maps to the ids it
    becomes (itself, or for a piece ending in a `str.isdigit()` character + "," the Python
@@ -52,10 +52,10 @@ from collections.abc import Callable
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from preprocess.graph_piece_order import PieceOrder
-from preprocess.normalize import code_points, re2_class_body
-from preprocess.piece_order import byte_fallback_model, piece_tables
-from preprocess.tokenizer import AlbertTokenizer, as_tokenizer, resplit_rows
+from albert_tf.preprocess.graph_piece_order import PieceOrder
+from albert_tf.preprocess.normalize import code_points, re2_class_body
+from albert_tf.preprocess.piece_order import byte_fallback_model, piece_tables
+from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer, resplit_rows
 
 
 @functools.cache

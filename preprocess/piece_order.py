@@ -1,6 +1,6 @@
 """The order of tied pieces as the `sentencepiece` package gives it: the tables both in-graph
-tokenizers (the preprocessing SavedModel, `preprocess.graph_piece_order`, and the ONNX text
-graph, `export.onnx.piece_order`) redo its Viterbi from.
+tokenizers (the preprocessing SavedModel, `albert_tf.preprocess.graph_piece_order`, and the ONNX text
+graph, `albert_tf.export.onnx.piece_order`) redo its Viterbi from.
 
 Other SentencePiece implementations (tensorflow_text's, onnxruntime-extensions') find the same
 best segmentation as the `sentencepiece` package the reference runs on, but where several orders

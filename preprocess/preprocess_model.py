@@ -24,10 +24,10 @@ from pathlib import Path
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from preprocess.base.errors import ExportError
-from preprocess.base.io_utils import atomic_dir, check_output_path
-from preprocess.graph_tokenizer import GraphTokenizer
-from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
+from albert_tf.errors import ExportError
+from albert_tf.io_utils import atomic_dir, check_output_path
+from albert_tf.preprocess.graph_tokenizer import GraphTokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 MAX_SEGMENTS = 3
 

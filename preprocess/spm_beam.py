@@ -18,9 +18,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions
 
-from preprocess.beam_io import match_files, pipeline_options, read_text_lines, run
-from preprocess.normalize import preprocess_text
-from preprocess.spm_train import sample_key
+from albert_tf.preprocess.beam_io import match_files, pipeline_options, read_text_lines, run
+from albert_tf.preprocess.normalize import preprocess_text
+from albert_tf.preprocess.spm_train import sample_key
 
 # The whole corpus when no sample size is given: Top.Smallest needs a bound.
 _ALL = 2**62

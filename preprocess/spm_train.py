@@ -26,10 +26,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from preprocess.base.errors import DataError, TokenizerError
-from preprocess.base.io_utils import atomic_file, check_can_create, check_output_path
-from preprocess.normalize import preprocess_text
-from preprocess.tokenizer import CLS, MASK, SEP, load_sp_model
+from albert_tf.errors import DataError, TokenizerError
+from albert_tf.io_utils import atomic_file, check_can_create, check_output_path
+from albert_tf.preprocess.normalize import preprocess_text
+from albert_tf.preprocess.tokenizer import CLS, MASK, SEP, load_sp_model
 
 CONTROL_SYMBOLS = (CLS, SEP, MASK)
 USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")
@@ -112,9 +112,9 @@ def _beam_sample(
     num_workers: int | None,
 ) -> tuple[list[str], list[str]]:
     """(input files, sample) drawn by `spm_beam.sample_with_beam`; InstallError without Beam."""
-    from preprocess.base.environment import import_beam_module
+    from albert_tf.environment import import_beam_module
 
-    spm_beam: Any = import_beam_module("preprocess.spm_beam")
+    spm_beam: Any = import_beam_module("albert_tf.preprocess.spm_beam")
     return spm_beam.sample_with_beam(
         list(inputs),
         do_lower_case,

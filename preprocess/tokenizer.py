@@ -12,8 +12,8 @@ import copy
 import os
 from pathlib import Path
 
-from preprocess.base.errors import TokenizerError
-from preprocess.normalize import preprocess_text
+from albert_tf.errors import TokenizerError
+from albert_tf.preprocess.normalize import preprocess_text
 
 WORD_START = "▁"
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
@@ -31,7 +31,7 @@ def load_sp_model(sp_model_path: str | os.PathLike, vocab_size: int | None = Non
     """
     import sentencepiece as spm
 
-    from preprocess.base.io_utils import gfile_errors, is_file, is_remote, path_str
+    from albert_tf.io_utils import gfile_errors, is_file, is_remote, path_str
 
     path = path_str(sp_model_path)
     # A local model must not import TensorFlow (gfile_errors does): data-generation workers

@@ -213,7 +213,7 @@ def export_groups_fixture(directory: Path, fixtures_dir: Path) -> dict[str, Any]
     and the fixture's reference outputs."""
     from albert_tf.checkpoint import load_checkpoint_dir
     from albert_tf.convert.tf1 import convert_tf1_checkpoint
-    from export.bundle import export_bundle
+    from albert_tf.export.bundle import export_bundle
 
     source = fixtures_dir / "albert_tf1_groups"
     reference = dict(np.load(source / "reference_outputs.npz"))
@@ -257,8 +257,8 @@ def export_sp_fixture(directory: Path, fixtures_dir: Path, seq_length: int = 32)
 
     from albert_tf.checkpoint import save_checkpoint_dir
     from albert_tf.encoder import AlbertEncoder
+    from albert_tf.export.bundle import export_bundle
     from albert_tf.heads import MaskedLMHead
-    from export.bundle import export_bundle
 
     config = sp_vocab_config()
     keras.utils.set_random_seed(1)
@@ -319,7 +319,7 @@ def export_sp_onnx_fixture(directory: Path, fixtures_dir: Path, seq_length: int 
     `directory/hub`; `sp_model_loads` lists the SentencePiece loads the export made."""
     from albert_tf.checkpoint import save_checkpoint_dir
     from albert_tf.encoder import AlbertEncoder
-    from export.bundle import export_bundle
+    from albert_tf.export.bundle import export_bundle
 
     config = tiny_config(vocab_size=1000, max_position_embeddings=seq_length)
     keras.utils.set_random_seed(1)

@@ -17,9 +17,9 @@ from albert_tf.checkpoint import CheckpointDir, load_checkpoint_dir
 from albert_tf.cli import main
 from albert_tf.convert.hf import convert_hf_checkpoint
 from albert_tf.encoder import AlbertEncoder
+from albert_tf.export.hf import export_checkpoint_hf
 from albert_tf.heads import MaskedLMHead, SentenceOrderHead
 from albert_tf.weights import build_model, variables_by_name
-from export.hf import export_checkpoint_hf
 from tests import helpers
 
 torch = pytest.importorskip("torch")
@@ -396,9 +396,9 @@ def test_tokenizer_json(exported, reference_cases):
     """AutoTokenizer.from_pretrained gives the original ids except where the original re-splits
     a digit-comma piece (there it gives SentencePiece's first segmentation) and in one tied run
     (the same pieces in another order)."""
-    from export.hf_tokenizer import hf_tokenizer
-    from preprocess.normalize import preprocess_text
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.export.hf_tokenizer import hf_tokenizer
+    from albert_tf.preprocess.normalize import preprocess_text
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     tokenizer = hf_tokenizer(exported)
     sp = AlbertTokenizer(exported / "spiece.model").sp_model
@@ -417,8 +417,8 @@ def test_tokenizer_json(exported, reference_cases):
 
 
 def test_tokenizer_with_remote_code_is_exact(exported, reference_cases):
-    from export.hf_tokenizer import hf_tokenizer
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.export.hf_tokenizer import hf_tokenizer
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     folder = exported
     exact = hf_tokenizer(folder, trust_remote_code=True)
@@ -443,8 +443,8 @@ def test_normalizer_is_preprocess_text(do_lower_case):
     for the 55 letters Python 3.11's Unicode 14 lacks) and on Final_Sigma's contexts."""
     from tokenizers import Tokenizer
 
-    from export.hf_tokenizer import _preprocess_normalizers
-    from preprocess.normalize import preprocess_text
+    from albert_tf.export.hf_tokenizer import _preprocess_normalizers
+    from albert_tf.preprocess.normalize import preprocess_text
 
     pipeline = {
         "version": "1.0",

@@ -14,10 +14,10 @@ import pytest
 from albert_tf.config import AlbertConfig
 from albert_tf.convert.tf1 import load_tf1_checkpoint
 from albert_tf.encoder import AlbertEncoder
+from albert_tf.export.encoder import save_encoder
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned, predict_file
-from export.encoder import save_encoder
-from preprocess.spm_train import train_sentencepiece
+from albert_tf.preprocess.spm_train import train_sentencepiece
 from tests.helpers import TINY_FINETUNE_CONFIG, finetune_files, write_pairs
 
 ONE_EPOCH = dict(epochs=1, batch_size=8, learning_rate=1e-3, dtype="float32", seed=2)

@@ -18,8 +18,8 @@ from albert_tf.finetune.data import TextExample
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.serving import pack_segments
 from albert_tf.finetune.settings import WINDOW_PLACEMENTS
-from preprocess.graph_tokenizer import GraphTokenizer
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.graph_tokenizer import GraphTokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 from tests.helpers import finetune_files, write_config
 
 

@@ -27,8 +27,8 @@ from albert_tf.convert.keras_hub import (  # noqa: E402
     convert_keras_hub_preset,
 )
 from albert_tf.errors import ExportError  # noqa: E402
+from albert_tf.export.bundle import export_bundle  # noqa: E402
 from albert_tf.startup_noise import is_noise  # noqa: E402
-from export.bundle import export_bundle  # noqa: E402
 from tests import helpers  # noqa: E402
 
 
@@ -81,7 +81,7 @@ def tiny(tmp_path_factory, fixtures_dir):
 def groups(tmp_path_factory, fixtures_dir):
     """albert_tf1_groups (2 groups x 2 inner groups, 6 layers) with its activation set to the
     tanh GELU keras-hub computes (the fixture's is relu), converted and exported."""
-    from export.keras_hub import write_checkpoint_preset
+    from albert_tf.export.keras_hub import write_checkpoint_preset
 
     directory = tmp_path_factory.mktemp("kh_groups")
     checkpoint = _convert_fixture(fixtures_dir, "albert_tf1_groups", directory, hidden_act="gelu")
@@ -209,7 +209,7 @@ def test_tokenizer_gives_our_ids_except_where_documented(classifier, fixtures_di
     which `differs_from_albert` names."""
     import sentencepiece as spm
 
-    from export.keras_hub_tokenizer import differs_from_albert, preset_tokenizer
+    from albert_tf.export.keras_hub_tokenizer import differs_from_albert, preset_tokenizer
 
     reference = json.loads((fixtures_dir / "tokenizer" / "reference_tokenization.json").read_text())
     encode = preset_tokenizer(classifier["preset"])
@@ -227,7 +227,7 @@ def test_tokenizer_gives_our_ids_except_where_documented(classifier, fixtures_di
 def test_model_normalizer_is_the_character_map_alone(fixtures_dir):
     """The model's own map as the combined normalizer reads it: no dummy prefix, whitespace kept
     as is, on every sentencepiece (0.2.3 takes those flags from the model, 0.2.2 does not)."""
-    from export.keras_hub_tokenizer import model_normalizer
+    from albert_tf.export.keras_hub_tokenizer import model_normalizer
 
     proto = (fixtures_dir / "tokenizer" / "spm.model").read_bytes()
     normalize = model_normalizer(proto).normalize
@@ -327,8 +327,8 @@ def test_unshared_layers_and_equal_widths_travel(tmp_path):
     projection."""
     from albert_tf.checkpoint import CheckpointDir
     from albert_tf.encoder import AlbertEncoder
-    from export.keras_hub import write_checkpoint_preset
-    from export.tflite import probe_inputs
+    from albert_tf.export.keras_hub import write_checkpoint_preset
+    from albert_tf.export.tflite import probe_inputs
 
     config = helpers.tiny_config(shared_params="none", embedding_size=32)
     encoder = AlbertEncoder(config)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from preprocess.normalize import preprocess_text
+from albert_tf.preprocess.normalize import preprocess_text
 
 
 @pytest.mark.parametrize(

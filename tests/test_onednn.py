@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from albert_tf.preprocess.base import environment
 
 from albert_tf.benchmarking.runner import worker_environment
 from albert_tf.environment import ONEDNN_VARIABLE, cpu_flags, cpuinfo_field, onednn_choice
-from preprocess.base import environment
 
 REPO = Path(__file__).resolve().parents[1]
 AVX2 = frozenset({"sse4_2", "avx", "avx2", "fma"})

@@ -17,7 +17,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxruntime_extensions")
 
-from export.encoder import ENCODER_INPUTS  # noqa: E402
+from albert_tf.export.encoder import ENCODER_INPUTS  # noqa: E402
 from tests import helpers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,13 +26,13 @@ TEXT_SEQ_LENGTH = 512
 
 
 def _session(path):
-    from export.onnx.writer import session
+    from albert_tf.export.onnx.writer import session
 
     return session(path)
 
 
 def _run(path, inputs):
-    from export.onnx.writer import run
+    from albert_tf.export.onnx.writer import run
 
     return run(_session(path), inputs)
 
@@ -41,7 +41,7 @@ def _run(path, inputs):
 def fixture_export(request, tmp_path_factory, fixtures_dir):
     """A TF1 fixture converted, then exported with --onnx (no SentencePiece model)."""
     from albert_tf.convert.tf1 import convert_tf1_checkpoint
-    from export.bundle import export_bundle
+    from albert_tf.export.bundle import export_bundle
 
     source = fixtures_dir / request.param
     work = tmp_path_factory.mktemp(request.param)
@@ -86,7 +86,7 @@ def test_encoder_graph_equals_keras(overrides):
     import tf_keras as keras
 
     from albert_tf.encoder import AlbertEncoder
-    from export.onnx.encoder import encoder_graph
+    from albert_tf.export.onnx.encoder import encoder_graph
 
     config = helpers.tiny_config(**overrides)
     keras.utils.set_random_seed(3)
@@ -159,15 +159,15 @@ def test_shared_weights_are_stored_once(fixture_export):
 def text_ids(fixtures_dir):
     """texts -> (ids of the raw-string preprocessing graph without [CLS]/[SEP], the reference
     AlbertTokenizer's ids); one session for the module."""
-    from export.onnx.text import preprocess_graph
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.export.onnx.text import preprocess_graph
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     sp_model = fixtures_dir / "tokenizer" / "spm.model"
     sess = _session(preprocess_graph(sp_model, TEXT_SEQ_LENGTH))
     tokenizer = AlbertTokenizer(sp_model)
 
     def ids(texts: list[str]) -> tuple[list[list[int]], list[list[int]]]:
-        from export.onnx.writer import run
+        from albert_tf.export.onnx.writer import run
 
         got = run(sess, {"text": np.array(texts, dtype=object)})
         assert not got["input_type_ids"].any()
@@ -235,9 +235,9 @@ def test_pairs_are_packed_as_bert_pack_inputs(fixtures_dir):
     """Two segments, round-robin trimmed, against the preprocessing SavedModel's packing."""
     import tensorflow as tf
 
-    from export.onnx.text import preprocess_graph
-    from preprocess.graph_tokenizer import GraphTokenizer
-    from preprocess.preprocess_model import bert_pack_inputs
+    from albert_tf.export.onnx.text import preprocess_graph
+    from albert_tf.preprocess.graph_tokenizer import GraphTokenizer
+    from albert_tf.preprocess.preprocess_model import bert_pack_inputs
 
     sp_model = fixtures_dir / "tokenizer" / "spm.model"
     rng = np.random.default_rng(0)
@@ -282,7 +282,7 @@ def test_text_encoder_equals_the_saved_models(sp_onnx):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
-    from export.tflite import cosine_similarity
+    from albert_tf.export.tflite import cosine_similarity
 
     texts = ["Café naïve résumé, 1,000 times!", "", "A much longer sentence " * 4]
     bundle = sp_onnx["bundle"]
@@ -310,7 +310,7 @@ def test_id_encoders_give_an_empty_batch_empty_outputs(fixture_export):
     The others take zero rows as they are and stay unwrapped."""
     import onnx
 
-    from export.onnx import optimize
+    from albert_tf.export.onnx import optimize
 
     hidden = fixture_export["config"]["hidden_size"]
     want = dict(pooled_output=[[0, hidden], "float32"], sequence_output=[[0, 8, hidden], "float32"])
@@ -345,7 +345,7 @@ def test_text_encoder_gives_an_empty_batch_empty_outputs(sp_onnx):
 
 def test_only_classifiers_are_exported():
     from albert_tf.errors import ExportError
-    from export.onnx.classifier import check_exportable
+    from albert_tf.export.onnx.classifier import check_exportable
 
     check_exportable(SimpleNamespace(settings=SimpleNamespace(task="classify", max_windows=4)))
     with pytest.raises(ExportError, match="classify tasks; this one is squad"):
@@ -440,7 +440,7 @@ def _after_tensorflow(fixtures_dir, extensions_import: str) -> subprocess.Comple
         "from albert_tf.errors import InstallError\n"
         "from albert_tf.runtimes import onnx_session\n"
         "try:\n"
-        "    from export.onnx.text import preprocess_graph\n"
+        "    from albert_tf.export.onnx.text import preprocess_graph\n"
         f"    graph = preprocess_graph({str(fixtures_dir / 'tokenizer' / 'spm.model')!r}, 16)\n"
         "    sess = onnx_session(graph, custom_ops=True)\n"
         "except InstallError as e:\n"
@@ -457,7 +457,7 @@ def _after_tensorflow(fixtures_dir, extensions_import: str) -> subprocess.Comple
 def test_tensorflow_first_works(fixtures_dir):
     """onnxruntime-extensions loaded by albert-tf after TensorFlow keeps its own protobuf
     (RTLD_DEEPBIND): the SentencePiece operator gives the tokenizer's ids."""
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     result = _after_tensorflow(fixtures_dir, "")
     assert result.returncode == 0, result.stderr[-2000:]
@@ -478,7 +478,7 @@ def test_guard_sizes_empty_outputs_from_input_dimensions_or_refuses():
     import onnx
     from onnx import TensorProto, helper
 
-    from export.onnx.text import guard_empty_batch
+    from albert_tf.export.onnx.text import guard_empty_batch
 
     def model(out_dims):
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "width"])
@@ -505,8 +505,8 @@ def test_quantizing_logs_no_preprocessing_advice(caplog):
     import tf_keras as keras
 
     from albert_tf.encoder import AlbertEncoder
-    from export.onnx import optimize
-    from export.onnx.encoder import encoder_graph
+    from albert_tf.export.onnx import optimize
+    from albert_tf.export.onnx.encoder import encoder_graph
 
     config = helpers.tiny_config()
     keras.utils.set_random_seed(3)

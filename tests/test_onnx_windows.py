@@ -27,13 +27,13 @@ WORDS = ["the", "film", "was", "a", "quiet", "study", "of", "time", ",", "loss",
 
 @functools.cache
 def _plan_session():
-    """One ONNX session of `export.onnx.windows.window_plan` for every placement, with the
+    """One ONNX session of `albert_tf.export.onnx.windows.window_plan` for every placement, with the
     token counts, rooms, K and stride as inputs."""
     from onnx import TensorProto, helper
 
-    from export.onnx.encoder import OPSET, GraphBuilder
-    from export.onnx.windows import window_plan
-    from export.onnx.writer import session
+    from albert_tf.export.onnx.encoder import OPSET, GraphBuilder
+    from albert_tf.export.onnx.windows import window_plan
+    from albert_tf.export.onnx.writer import session
 
     g = GraphBuilder()
     outputs = []
@@ -137,11 +137,11 @@ def test_windowed_classifier_equals_serving(windowed, pair, placement, pooling, 
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
+    from albert_tf.export.onnx.classifier import classifier_graphs
+    from albert_tf.export.onnx.encoder import encoder_graph
+    from albert_tf.export.onnx.writer import run, session
     from albert_tf.finetune.predict import load_finetuned
     from albert_tf.finetune.serving import ServingModule
-    from export.onnx.classifier import classifier_graphs
-    from export.onnx.encoder import encoder_graph
-    from export.onnx.writer import run, session
 
     finetuned = load_finetuned(windowed)
     task = finetuned.task
@@ -197,10 +197,10 @@ def test_empty_batch_gives_empty_outputs(windowed, tmp_path):
     dtypes ([0] labels, [0, L] probabilities), not a crash."""
     import onnx
 
+    from albert_tf.export.onnx import optimize
+    from albert_tf.export.onnx.classifier import classifier_graphs
+    from albert_tf.export.onnx.encoder import encoder_graph
     from albert_tf.finetune.predict import load_finetuned
-    from export.onnx import optimize
-    from export.onnx.classifier import classifier_graphs
-    from export.onnx.encoder import encoder_graph
 
     finetuned = load_finetuned(windowed)
     config = finetuned.model.encoder.config

@@ -13,7 +13,7 @@ import tensorflow_text  # noqa: F401  (registers the ops the SavedModel uses)
 import tf_keras
 
 from albert_tf.errors import ExportError, OutputError, TokenizerError
-from preprocess.preprocess_model import save_preprocess_model
+from albert_tf.preprocess.preprocess_model import save_preprocess_model
 
 SEQ_LENGTH = 16
 KEYS = ("input_word_ids", "input_mask", "input_type_ids")

@@ -10,11 +10,11 @@ import tensorflow as tf
 
 from albert_tf.cli import main as cli_main
 from albert_tf.errors import CheckpointError, DataError
+from albert_tf.preprocess.pretraining_data import create_pretraining_data
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.evaluate import evaluate
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
-from preprocess.pretraining_data import create_pretraining_data
 from tests import helpers
 
 CONFIG = helpers.tiny_pretraining_config(vocab_size=1000)  # the fixture spm.model's vocabulary

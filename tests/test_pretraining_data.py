@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from albert_tf.errors import DataError, OutputError, TokenizerError
-from preprocess.pretraining_data import create_pretraining_data, pipeline
-from preprocess.pretraining_data.documents import resolve_inputs, split_sentences
-from preprocess.pretraining_data.format import feature_lengths
-from preprocess.pretraining_data.instances import create_sentence_pairs, truncated_lengths
-from preprocess.pretraining_data.masking import NgramMasker
-from preprocess.pretraining_data.records import (
+from albert_tf.preprocess.pretraining_data import create_pretraining_data, pipeline
+from albert_tf.preprocess.pretraining_data.documents import resolve_inputs, split_sentences
+from albert_tf.preprocess.pretraining_data.format import feature_lengths
+from albert_tf.preprocess.pretraining_data.instances import create_sentence_pairs, truncated_lengths
+from albert_tf.preprocess.pretraining_data.masking import NgramMasker
+from albert_tf.preprocess.pretraining_data.records import (
     crc32c,
     encode_example,
     frame_records,

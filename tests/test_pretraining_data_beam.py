@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from preprocess.pretraining_data import create_pretraining_data, pipeline, plan
-from preprocess.pretraining_data.documents import split_documents
-from preprocess.pretraining_data.generate import DocumentProcessor, Settings
+from albert_tf.preprocess.pretraining_data import create_pretraining_data, pipeline, plan
+from albert_tf.preprocess.pretraining_data.documents import split_documents
+from albert_tf.preprocess.pretraining_data.generate import DocumentProcessor, Settings
 
 LABEL_KEYS = {
     "sop": ("sop_swapped", "sop_swapped_fraction"),
@@ -182,7 +182,7 @@ def test_beam_runner_without_beam_is_one_line(tmp_path, spm_model, corpus, monke
     import sys
 
     monkeypatch.setitem(sys.modules, "apache_beam", None)  # `import apache_beam` fails
-    monkeypatch.delitem(sys.modules, "preprocess.pretraining_data.beam", raising=False)
+    monkeypatch.delitem(sys.modules, "albert_tf.preprocess.pretraining_data.beam", raising=False)
     from albert_tf.cli import main
 
     out = tmp_path / "out"

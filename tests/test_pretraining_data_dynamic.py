@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from preprocess.pretraining_data import create_pretraining_data
-from preprocess.pretraining_data.dynamic_masking import dynamically_masked
-from preprocess.pretraining_data.format import feature_lengths, parse_unmasked
+from albert_tf.preprocess.pretraining_data import create_pretraining_data
+from albert_tf.preprocess.pretraining_data.dynamic_masking import dynamically_masked
+from albert_tf.preprocess.pretraining_data.format import feature_lengths, parse_unmasked
 
 SEQ, PRED = 64, 10
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from preprocess.pretraining_data import create_pretraining_data, pipeline
-from preprocess.pretraining_data.instances import create_nsp_pairs, create_single_segments
+from albert_tf.preprocess.pretraining_data import create_pretraining_data, pipeline
+from albert_tf.preprocess.pretraining_data.instances import create_nsp_pairs, create_single_segments
 from tests import helpers
 
 CLS, SEP = 2, 3  # the fixture tokenizer's [CLS] and [SEP] ids
@@ -152,7 +152,7 @@ def test_batches_hold_two_documents_and_a_last_single_one_joins_the_batch_before
 def disjoint_corpus(tmp_path_factory, spm_model):
     """30 documents whose words are single pieces of the fixture vocabulary, each document with
     its own words; returns the corpus path and a map piece id -> document."""
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     tokenizer = AlbertTokenizer(spm_model, True)
     pieces = tokenizer.convert_ids_to_tokens(list(range(tokenizer.vocab_size)))

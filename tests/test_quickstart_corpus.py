@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from preprocess.corpus import (
+from albert_tf.preprocess.corpus import (
     build_default_corpus,
     document_sentences,
     is_heldout,

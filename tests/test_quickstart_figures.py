@@ -100,7 +100,7 @@ def test_report_prints_every_metric_beside_both_baselines():
 def test_demos_and_curves_on_a_random_model(tmp_path):
     """The demos run on real models and the fixture vocabulary; with the same random weights
     under both names, trained and random ranks agree (what a margin of 1.0x means)."""
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     tokenizer = AlbertTokenizer(FIXTURES / "tokenizer" / "spm.model")
     config = helpers.tiny_pretraining_config(tokenizer.vocab_size)

@@ -7,8 +7,8 @@ import gzip
 import pytest
 
 from albert_tf.cli import main
-from preprocess.normalize import preprocess_text
-from preprocess.spm_train import sample_corpus, sample_key
+from albert_tf.preprocess.normalize import preprocess_text
+from albert_tf.preprocess.spm_train import sample_corpus, sample_key
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_local_sample_is_the_smallest_seeded_hashes(corpus):
 @pytest.mark.slow
 def test_beam_sample_and_model_equal_the_local_ones(corpus, tmp_path):
     pytest.importorskip("apache_beam", reason='Apache Beam is not installed (".[beam]" extra)')
-    from preprocess.spm_beam import sample_with_beam
+    from albert_tf.preprocess.spm_beam import sample_with_beam
 
     patterns = [str(corpus / "*.txt"), str(corpus / "*.gz")]
     files, sample = sample_with_beam(patterns, True, 250, 11, [], num_workers=2)
@@ -72,7 +72,7 @@ def test_beam_runner_without_beam_is_one_line(corpus, tmp_path, monkeypatch, cap
     import sys
 
     monkeypatch.setitem(sys.modules, "apache_beam", None)  # `import apache_beam` fails
-    monkeypatch.delitem(sys.modules, "preprocess.spm_beam", raising=False)
+    monkeypatch.delitem(sys.modules, "albert_tf.preprocess.spm_beam", raising=False)
     args = ["train-tokenizer", "--input", str(corpus / "*.txt"), "--vocab-size", "120"]
     assert main([*args, "--output", str(tmp_path / "m"), "--runner", "beam"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

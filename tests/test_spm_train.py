@@ -9,8 +9,8 @@ import pytest
 
 from albert_tf.cli import main
 from albert_tf.errors import DataError, OutputError, TokenizerError
-from preprocess.spm_train import USER_DEFINED_SYMBOLS, train_sentencepiece
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.spm_train import USER_DEFINED_SYMBOLS, train_sentencepiece
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
 @pytest.fixture(scope="module")

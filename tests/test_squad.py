@@ -10,7 +10,7 @@ import pytest
 from albert_tf.finetune.alignment import encode_with_offsets
 from albert_tf.finetune.data import SquadExample, read_squad
 from albert_tf.finetune.squad import build_squad_features, postprocess_squad
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.tasks import get_task
 from albert_tf.finetune.trainer import finetune
-from preprocess.normalize import preprocess_text
+from albert_tf.preprocess.normalize import preprocess_text
 from tests.helpers import write_config
 
 FACTS = [

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.export.tflite import TFLITE_FILES, pooled_output_drift, saved_model_variable_bytes
 from albert_tf.runtimes import tflite_runner
-from export.tflite import TFLITE_FILES, pooled_output_drift, saved_model_variable_bytes
 from tests import helpers
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -94,8 +94,8 @@ def test_a_fine_tuned_classifier_exports_to_tflite_as_serving_computes(tmp_path,
 
     from albert_tf.cli import main
     from albert_tf.errors import ExportError
+    from albert_tf.export.tflite import CLASSIFIER_FILES, check_tflite_classifier, classifier_inputs
     from albert_tf.finetune.predict import load_finetuned
-    from export.tflite import CLASSIFIER_FILES, check_tflite_classifier, classifier_inputs
 
     rows = [(f"the film {w} was {m}", label) for w, m, label in [("plot", "great", "pos"),
             ("cast", "awful", "neg")] * 12]  # fmt: skip

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from albert_tf.errors import TokenizerError
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
 @pytest.fixture(scope="module")

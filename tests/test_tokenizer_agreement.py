@@ -34,7 +34,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 BATCH = 4
 STRINGS = int(os.environ.get("ALBERT_TF_TOKENIZER_STRINGS", "200"))
@@ -71,7 +71,7 @@ def _preprocess_saved_model(request, sp_model: Path):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the SavedModel's ops)
 
-    from preprocess.preprocess_model import save_preprocess_model
+    from albert_tf.preprocess.preprocess_model import save_preprocess_model
 
     path = request.getfixturevalue("tmp_path_factory").mktemp("agreement") / "preprocess"
     model = tf.saved_model.load(str(save_preprocess_model(sp_model, path)))
@@ -81,7 +81,7 @@ def _preprocess_saved_model(request, sp_model: Path):
 def _onnx_text_encoder(file: str) -> Callable:
     def factory(request, sp_model: Path):
         """`export --onnx`'s raw-string encoder: the ids it packs between [CLS] and [SEP]."""
-        from export.onnx.writer import run, session
+        from albert_tf.export.onnx.writer import run, session
 
         export = request.getfixturevalue("sp_onnx")
         sess = session(export["bundle"].onnx / file)
@@ -105,7 +105,7 @@ def _hf_tokenizer(request, sp_model: Path):
     (its exact tokenizer; the plain tokenizer.json's differences are pinned in
     tests/test_export_hf.py)."""
     pytest.importorskip("transformers")
-    from export.hf_tokenizer import hf_tokenizer
+    from albert_tf.export.hf_tokenizer import hf_tokenizer
 
     tokenizer = hf_tokenizer(request.getfixturevalue("sp_onnx")["bundle"].hf, True)
     return (lambda texts: tokenizer(texts, add_special_tokens=False)["input_ids"]), None, None
@@ -116,7 +116,7 @@ def _keras_hub_tokenizer(request, sp_model: Path):
     pytest.importorskip("keras_hub")
     import sentencepiece as spm
 
-    from export.keras_hub_tokenizer import differs_from_albert, preset_tokenizer
+    from albert_tf.export.keras_hub_tokenizer import differs_from_albert, preset_tokenizer
 
     encode = preset_tokenizer(request.getfixturevalue("sp_onnx")["bundle"].keras_hub)
     sp = spm.SentencePieceProcessor(model_file=str(sp_model))

@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.errors import TokenizerError
-from preprocess.graph_tokenizer import GraphTokenizer
-from preprocess.normalize import preprocess_text
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.graph_tokenizer import GraphTokenizer
+from albert_tf.preprocess.normalize import preprocess_text
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ import tensorflow as tf
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from preprocess.graph_tokenizer import GraphTokenizer
-from preprocess.preprocess_model import MAX_SEGMENTS, _BertPackInputs
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.graph_tokenizer import GraphTokenizer
+from albert_tf.preprocess.preprocess_model import MAX_SEGMENTS, _BertPackInputs
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 SPECIAL = dict(padding_id=0, start_of_sequence_id=2, end_of_segment_id=3)
 LONG = 100_000

@@ -4,9 +4,9 @@ Exported files are made once per benchmark run by `prepare` (in a worker process
 before the round robin) into a directory the parent owns, then every timed job loads them:
 exporting is not what is timed, and each job's process imports only its runtime.
 
-- `ours_tflite`: `export.tflite` files of a random-init `AlbertEncoder` (float32; int8 =
+- `ours_tflite`: `albert_tf.export.tflite` files of a random-init `AlbertEncoder` (float32; int8 =
   dynamic-range quantization), LiteRT with its default XNNPACK delegate.
-- `ours_onnx`, `ours_onnx_static`: `export.onnx`'s encoder graph of the same encoder after ORT's
+- `ours_onnx`, `ours_onnx_static`: `albert_tf.export.onnx`'s encoder graph of the same encoder after ORT's
   BERT fusions, as float32, dynamic int8 and static int8 (calibrated on seeded ids); ORT.
 - `ort`: what a user of Hugging Face builds: `transformers.AlbertModel` (random init, same
   config) exported with `torch.onnx.export` (TorchScript exporter, opset 17, dynamic batch and
@@ -70,7 +70,7 @@ def prepare(system: str, config: AlbertConfig, seq_length: int, directory: Path)
     pooled = {
         dtype: _runner(system, path, threads=None)(probe)["pooled"] for dtype, path in files.items()
     }
-    from export.tflite import cosine_similarity
+    from albert_tf.export.tflite import cosine_similarity
 
     for kind in pooled:
         if kind != "float32":
@@ -93,7 +93,7 @@ def _random_encoder(config: AlbertConfig, seq_length: int):
 
 
 def _prepare_tflite(config: AlbertConfig, seq_length: int, files: dict[str, Path]) -> dict:
-    from export.tflite import tflite_converters
+    from albert_tf.export.tflite import tflite_converters
 
     encoder = _random_encoder(config, seq_length)
     for dtype, converter in tflite_converters(encoder, seq_length).items():
@@ -104,9 +104,9 @@ def _prepare_tflite(config: AlbertConfig, seq_length: int, files: dict[str, Path
 def _prepare_onnx(config: AlbertConfig, seq_length: int, files: dict[str, Path]) -> dict:
     import onnx
 
-    from export.onnx import optimize
-    from export.onnx.encoder import encoder_graph
-    from export.tflite import probe_inputs
+    from albert_tf.export.onnx import optimize
+    from albert_tf.export.onnx.encoder import encoder_graph
+    from albert_tf.export.tflite import probe_inputs
 
     fused = optimize.fuse(
         encoder_graph(_random_encoder(config, seq_length)),

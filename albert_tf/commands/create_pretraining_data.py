@@ -6,8 +6,8 @@ import argparse
 import json
 import os
 
-from preprocess.pretraining_data.format import SENTENCE_TASKS
-from preprocess.pretraining_data.pipeline import RUNNERS
+from albert_tf.preprocess.pretraining_data.format import SENTENCE_TASKS
+from albert_tf.preprocess.pretraining_data.pipeline import RUNNERS
 
 HELP = "Create n-gram masked-LM + sentence-order (or next-sentence) pretraining TFRecords."
 
@@ -88,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from preprocess.pretraining_data import create_pretraining_data
+    from albert_tf.preprocess.pretraining_data import create_pretraining_data
 
     stats = create_pretraining_data(
         args.input,

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.onnx:
         # First: the missing extra is one line, and onnxruntime-extensions must load before
         # TensorFlow (see export.onnx).
-        import export.onnx  # noqa: F401
+        import albert_tf.export.onnx  # noqa: F401
     from pathlib import Path
 
     from albert_tf.errors import ExportError
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         for folder, wanted in formats.items():
             if wanted:
                 check_output_path(Path(args.finetuned) / folder, args.overwrite)
-        from export.bundle import export_finetuned
+        from albert_tf.export.bundle import export_finetuned
 
         reports = export_finetuned(args.finetuned, **formats)
         if "onnx" in reports:
@@ -139,12 +139,12 @@ def run(args: argparse.Namespace) -> int:
                 "--from-hub cannot be combined with --checkpoint, --sp-model, --tflite, --onnx, "
                 "--keras-hub, --hf"
             )
-        from export.load import hub_to_checkpoint_dir
+        from albert_tf.export.load import hub_to_checkpoint_dir
 
         print(f"wrote {hub_to_checkpoint_dir(args.from_hub, args.output, args.overwrite)}")
         return 0
 
-    from export.bundle import export_bundle
+    from albert_tf.export.bundle import export_bundle
 
     formats = {name: getattr(args, name) for name in ("tflite", "onnx", "keras_hub", "hf")}
     bundle = export_bundle(

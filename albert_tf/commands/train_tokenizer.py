@@ -67,8 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from preprocess.spm_train import train_sentencepiece
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.preprocess.spm_train import train_sentencepiece
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     model = train_sentencepiece(
         args.input,

@@ -3,7 +3,7 @@
 The weight-name table (`TABLE`, `BLOCK_TABLE`: read forwards by `target_of`, backwards by
 `source_of`), the config map (`config_from_hf` in, `hf_config` out), the activation names
 (`HF_ACTIVATIONS` in, `HF_ACTIVATION_NAMES` out), the group rule and what cannot travel
-(`check_hf_exportable`). `export.hf` writes folders with them; the benchmarks build their
+(`check_hf_exportable`). `albert_tf.export.hf` writes folders with them; the benchmarks build their
 transformers peer from `hf_config`.
 
 Reading: HF ALBERT (`config.json` + `model.safetensors`) -> our model, without torch.

@@ -2,7 +2,7 @@
 
 `finetune(FinetuneSettings(...))` trains and writes a fine-tuned directory (`albert-tf
 finetune`); `load_finetuned` reads one back and `predict_file`/`predict_examples` run it
-(`export.runtime_encoder` swaps in an int8 ONNX Runtime or TFLite encoder);
+(`albert_tf.export.runtime_encoder` swaps in an int8 ONNX Runtime or TFLite encoder);
 `export_serving_model` writes the strings-in serving SavedModel. The tasks are in `albert_tf.finetune.tasks`.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from preprocess.tokenizer import WORD_START, AlbertTokenizer, is_digit_comma_piece
+from albert_tf.preprocess.tokenizer import WORD_START, AlbertTokenizer, is_digit_comma_piece
 
 
 def _normalize_with_map(text: str, lower: bool) -> tuple[str, list[int]]:

@@ -2,7 +2,7 @@
 
 `albert-tf finetune` writes the directory (`finetune.trainer`), `convert --keras-hub-preset`
 writes one from a keras-hub classifier, and `predict`, `serving` and every exporter
-(`export.hf`, `export.keras_hub`, `export.onnx.classifier`) read one:
+(`albert_tf.export.hf`, `albert_tf.export.keras_hub`, `albert_tf.export.onnx.classifier`) read one:
 
 - `albert_config.json` (`albert_tf.config.CONFIG_FILE`) and a TF2 checkpoint of `encoder` and
   `task_head` (or, fine-tuned from a TF-Hub encoder, the encoder SavedModel in `hub_encoder/`);
@@ -12,7 +12,7 @@ writes one from a keras-hub classifier, and `predict`, `serving` and every expor
   history;
 - `serving/`: the strings-in serving SavedModel (`finetune.serving`);
 - beside them, what `export --finetuned` writes (`onnx/`, `hf/`, `keras_hub/`, `tflite/`, named by
-  `export.writers.FINETUNED_WRITERS`).
+  `albert_tf.export.writers.FINETUNED_WRITERS`).
 """
 
 from __future__ import annotations

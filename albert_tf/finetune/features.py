@@ -15,7 +15,7 @@ import numpy as np
 
 from albert_tf.errors import ConfigError
 from albert_tf.finetune.data import ChoiceExample, TagExample, TextExample
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 # The encoder's inputs, each int32 [B, S] (the TF-Hub encoder contract).
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")

@@ -23,7 +23,7 @@ def batched_outputs(
     kernels round float32 otherwise (1e-7), bfloat16 rounding carries that to 3e-4 in
     probability, and without them the function computes the serving SavedModel's logits bit
     for bit, as `predict` says it does. With `encoder`
-    (a `export.runtimes.RuntimeEncoder`), the task's forward pass runs eagerly around that
+    (a `albert_tf.export.runtimes.RuntimeEncoder`), the task's forward pass runs eagerly around that
     encoder instead of the model's own.
     """
     if encoder is not None:

@@ -22,7 +22,7 @@ from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.tasks import Task, TaskData, get_task
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
 @dataclass

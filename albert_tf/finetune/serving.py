@@ -1,6 +1,6 @@
 """Serving SavedModel of a fine-tuned task: raw strings in, labels and probabilities out.
 
-Preprocessing runs inside the graph (`preprocess.graph_tokenizer.GraphTokenizer`, round-robin
+Preprocessing runs inside the graph (`albert_tf.preprocess.graph_tokenizer.GraphTokenizer`, round-robin
 trimming and packing by the preprocessing SavedModel's `bert_pack_inputs`, and for long texts
 the windows of `finetune.windows`), so `tf.saved_model.load(path).signatures["serving_default"]` (and TF
 Serving) need only `import tensorflow_text`. Each task's `serving_function` documents its
@@ -20,9 +20,9 @@ import tensorflow_text as tf_text
 
 from albert_tf.finetune.models import TaskModel
 from albert_tf.io_utils import atomic_dir
-from preprocess.graph_tokenizer import GraphTokenizer
-from preprocess.preprocess_model import bert_pack_inputs
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.graph_tokenizer import GraphTokenizer
+from albert_tf.preprocess.preprocess_model import bert_pack_inputs
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
 class ServingModule(tf.Module):

@@ -20,7 +20,7 @@ from albert_tf.errors import ConfigError
 from albert_tf.finetune.alignment import encode_with_offsets
 from albert_tf.finetune.data import SquadExample
 from albert_tf.finetune.metrics import softmax
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from albert_tf.finetune.sources import Source, load_source
 from albert_tf.finetune.tasks import Task, TaskData, get_task
 from albert_tf.io_utils import atomic_dir
 from albert_tf.optimizer import build_optimizer
-from preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 SERVING_DIR = "serving"
 

@@ -47,7 +47,7 @@ def window_starts(
     num_tokens: int, room: int, stride: int, max_windows: int, placement: str
 ) -> list[int]:
     """First token of each window a text of `num_tokens` tokens gets (the one definition: the
-    graph's `graph_window_plan`, its ONNX twin `export.onnx.windows.window_plan` and any other
+    graph's `graph_window_plan`, its ONNX twin `albert_tf.export.onnx.windows.window_plan` and any other
     runtime compute exactly these integers).
 
     With n = num_tokens, K = max_windows, s = stride and needed = 1 + ceil(max(n - room, 0) / s):

@@ -1,11 +1,11 @@
 """Input pipeline for pretraining: the original ALBERT TFRecord features as model batches.
 
-Shards hold `tf.train.Example`s in the format of `preprocess.pretraining_data.format` (int64
+Shards hold `tf.train.Example`s in the format of `albert_tf.preprocess.pretraining_data.format` (int64
 features except the float `masked_lm_weights`). `inspect_data` validates them against the model
 config (and the `metadata.json` written beside them by create-pretraining-data) before anything
 else happens, so a wrong file fails with one DataError instead of deep inside a tf.data op.
 Shards written unmasked (`create-pretraining-data --no-mask`, metadata "masked": false) are
-masked in the pipeline by `preprocess.pretraining_data.dynamic_masking`, with new masks every
+masked in the pipeline by `albert_tf.preprocess.pretraining_data.dynamic_masking`, with new masks every
 epoch (RoBERTa-style).
 The metadata's "sentence_task" says what `next_sentence_labels` hold: SOP labels ("sop", and
 data without the key), BERT's NSP labels ("nsp"), or nothing ("none", single-segment data).
@@ -28,7 +28,7 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import DataError
 from albert_tf.io_utils import gfile_errors, join, parent
-from preprocess.pretraining_data.format import (
+from albert_tf.preprocess.pretraining_data.format import (
     METADATA_FILE,
     SENTENCE_TASKS,
     features,
@@ -240,7 +240,7 @@ def to_model_batch(parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
 
 def _masked_examples(records: tf.data.Dataset, spec: DataSpec, seed: int) -> tf.data.Dataset:
     """Unmasked records -> examples with the seven masked features (fresh masks per element)."""
-    from preprocess.pretraining_data.dynamic_masking import dynamically_masked
+    from albert_tf.preprocess.pretraining_data.dynamic_masking import dynamically_masked
 
     parsed = records.map(lambda r: parse_unmasked(r, spec.max_seq_length))
     return dynamically_masked(parsed, seed=seed, **spec.dynamic_masking)

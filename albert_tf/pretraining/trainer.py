@@ -50,6 +50,7 @@ from albert_tf.config import SP_MODEL_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError, DataError
 from albert_tf.io_utils import gfile_errors, is_file, is_remote, join, path_str
+from albert_tf.preprocess.tokenizer import load_sp_model
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.guard import (
     GUARD_FILE,
@@ -68,7 +69,6 @@ from albert_tf.pretraining.run_dir import (
 )
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.strategy import device_type, is_chief, make_strategy
-from preprocess.tokenizer import load_sp_model
 
 
 @dataclasses.dataclass

@@ -205,9 +205,9 @@ def shipped_demos(name: str, seed: int, log: Callable[[str], None]) -> DemoFigur
     import tensorflow as tf
 
     from albert_tf.config import SP_MODEL_FILE, resolve_config
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
     from albert_tf.pretrained import checkpoint_dir
     from albert_tf.quickstart.evaluation import load_model
-    from preprocess.tokenizer import AlbertTokenizer
 
     directory = checkpoint_dir(name)
     config = resolve_config(name)

@@ -136,8 +136,8 @@ def run_quickstart(
         steps.done(f"{heldout.masked} masked tokens in {heldout.size} held-out sentence pairs")
 
         steps.start("Demos: trained beside random init")
+        from albert_tf.preprocess.tokenizer import AlbertTokenizer
         from albert_tf.quickstart.demos import run_demos
-        from preprocess.tokenizer import AlbertTokenizer
 
         tokenizer = AlbertTokenizer(target / sp_model.name)
         special = {k: tokenizer.convert_tokens_to_ids([t])[0] for k, t in _SPECIAL.items()}
@@ -197,7 +197,7 @@ def _build(work: Path, target: Path, minutes: float, steps: _Steps):
     the pretrained tiny model and its TF-Hub modules. Returns (sp_model, vocab_size, config,
     the pretraining result)."""
     steps.start("Building the corpus from the standard library's docstrings and pydoc topics")
-    from preprocess.corpus import build_default_corpus
+    from albert_tf.preprocess.corpus import build_default_corpus
 
     corpus = build_default_corpus(work / "corpus")
     steps.done(
@@ -206,7 +206,7 @@ def _build(work: Path, target: Path, minutes: float, steps: _Steps):
     )
 
     steps.start(f"Training a SentencePiece vocabulary of {VOCAB_SIZE} pieces")
-    from preprocess.spm_train import train_sentencepiece
+    from albert_tf.preprocess.spm_train import train_sentencepiece
 
     sp_model = Path(train_sentencepiece([str(corpus.train)], VOCAB_SIZE, str(work / "spm")))
     vocab_size = _vocab_size(sp_model)
@@ -224,7 +224,7 @@ def _build(work: Path, target: Path, minutes: float, steps: _Steps):
     steps.done(f"{history.step} steps of batch {BATCH_SIZE}")
 
     steps.start("Exporting the TF-Hub encoder and preprocess modules")
-    from export.bundle import export_bundle
+    from albert_tf.export.bundle import export_bundle
 
     export_bundle(str(work / "pretrain"), str(work / "hub"), sp_model=str(sp_model))
     steps.done(f"{target / 'hub'}: encoder/, preprocess/")
@@ -266,14 +266,14 @@ def _demo_record(demos) -> dict[str, dict]:
 
 
 def _vocab_size(sp_model: Path) -> int:
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     return AlbertTokenizer(sp_model).vocab_size
 
 
 def _pretraining_data(text: Path, sp_model: Path, output: Path, dupe_factor: int) -> int:
     """Masked MLM + SOP TFRecords of `text` in `output`; returns the number of instances."""
-    from preprocess.pretraining_data import create_pretraining_data
+    from albert_tf.preprocess.pretraining_data import create_pretraining_data
 
     stats = create_pretraining_data(
         [str(text)],

@@ -23,7 +23,7 @@ except ImportError as error:
         f'ONNX export needs the onnx extra ({error.name} is missing): pip install -e ".[onnx]"'
     ) from None
 
-from export.onnx.classifier import export_classifier_onnx  # noqa: E402
-from export.onnx.writer import export_onnx  # noqa: E402
+from albert_tf.export.onnx.classifier import export_classifier_onnx  # noqa: E402
+from albert_tf.export.onnx.writer import export_onnx  # noqa: E402
 
 __all__ = ["export_classifier_onnx", "export_onnx"]

@@ -6,13 +6,13 @@
   dynamic int8 on the encoder; the head stays float32): input `text` (and `text_pair` for
   pair tasks) strings [B]; outputs as `serving/`'s signature: `label` string [B], `label_id`
   int32 [B], `probabilities` float32 [B, L], `logits` float32 [B, L] (B = 0 included:
-  `export.onnx.text.guard_empty_batch`);
+  `albert_tf.export.onnx.text.guard_empty_batch`);
 - `report.json`: how each file agrees with `serving/` on probe text (labels equal, largest
   probability difference), the fused operators and the window settings (null without).
 
-Tokenization and packing are `export.onnx.text`'s, at the model's `max_seq_length`. A model
+Tokenization and packing are `albert_tf.export.onnx.text`'s, at the model's `max_seq_length`. A model
 fine-tuned with `--max-windows` above 1 reads a long text as up to that many windows placed and
-pooled as `serving/` does (`export.onnx.windows`, from finetune.json's window settings): the
+pooled as `serving/` does (`albert_tf.export.onnx.windows`, from finetune.json's window settings): the
 encoder runs on the real windows of the batch, and the head pools their logits per text.
 """
 
@@ -27,13 +27,18 @@ import onnx
 from onnx import TensorProto, helper
 
 from albert_tf.errors import ExportError
+from albert_tf.export.onnx import optimize
+from albert_tf.export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
+from albert_tf.export.onnx.text import (
+    TEXT_INPUTS,
+    guard_empty_batch,
+    preprocess_graph,
+    with_preprocess,
+)
+from albert_tf.export.onnx.windows import WINDOW_PRESENT, Windows, pool_windows
+from albert_tf.export.onnx.writer import run, save_models, session
+from albert_tf.export.writers import ExportSource
 from albert_tf.finetune.directory import SERVING_DIR
-from export.onnx import optimize
-from export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
-from export.onnx.text import TEXT_INPUTS, guard_empty_batch, preprocess_graph, with_preprocess
-from export.onnx.windows import WINDOW_PRESENT, Windows, pool_windows
-from export.onnx.writer import run, save_models, session
-from export.writers import ExportSource
 
 CLASSIFIER_FILES = {"float32": "classifier.onnx", "int8": "classifier_int8.onnx"}
 SERVING_OUTPUTS = ("label", "label_id", "probabilities", "logits")
@@ -142,7 +147,7 @@ def check_exportable(task: Any) -> None:
 def probe_texts(num_segments: int) -> dict[str, np.ndarray]:
     """English prose (pydoc help topics) as `text` (and `text_pair`): 16 sentences and 16
     whole topics of up to thousands of tokens, so that long texts fill every window."""
-    from preprocess.corpus import probe_sentences, pydoc_topic_documents
+    from albert_tf.preprocess.corpus import probe_sentences, pydoc_topic_documents
 
     sentences = probe_sentences(32)
     texts = sentences[:16] + [" ".join(doc) for _, doc in pydoc_topic_documents()][:16]
@@ -157,8 +162,8 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
 
     Raises CheckpointError (not a fine-tuned model directory), ExportError (not a classifier).
     """
+    from albert_tf.export.writers import FINETUNED_WRITERS, write_one, writers_named
     from albert_tf.finetune.predict import load_finetuned
-    from export.writers import FINETUNED_WRITERS, write_one, writers_named
 
     finetuned_dir = Path(finetuned_dir)
     source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
@@ -167,7 +172,7 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
 
 
 def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
-    """The fine-tuned `onnx` writer (`export.writers`): the classifiers of the module docstring
+    """The fine-tuned `onnx` writer (`albert_tf.export.writers`): the classifiers of the module docstring
     into `target`, checked against the model's serving/; returns the report."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)

@@ -35,9 +35,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from albert_tf.activations import GELU_TANH_COEFF, GELU_TANH_CUBIC
+from albert_tf.export.encoder import ENCODER_INPUTS
 from albert_tf.layers.attention import MASK_LOGIT
 from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
-from export.encoder import ENCODER_INPUTS
 
 OPSET = 17
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")

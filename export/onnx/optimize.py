@@ -1,7 +1,7 @@
 """ONNX Runtime's fusions and int8 quantization of the encoder graph.
 
 `fuse` runs ONNX Runtime's transformer optimizer (`model_type="bert"`), which turns the
-canonical graph of `export.onnx.encoder` into EmbedLayerNormalization, Attention,
+canonical graph of `albert_tf.export.onnx.encoder` into EmbedLayerNormalization, Attention,
 SkipLayerNormalization and FastGelu nodes (com.microsoft operators, ONNX Runtime only).
 The optimizer gives every fused Attention node its own concatenated QKV weight, so layers that
 share a block would each carry a copy; `share_equal_initializers` folds byte-equal

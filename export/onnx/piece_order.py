@@ -1,8 +1,8 @@
 """The order of pieces within runs of one repeated string, as the `sentencepiece` package
-gives it, in ONNX operators: `preprocess.piece_order` says why orders tie and which one
+gives it, in ONNX operators: `albert_tf.preprocess.piece_order` says why orders tie and which one
 `sentencepiece` picks, and builds the tables; this module redoes the Viterbi inside each run as
 ONNX `Loop`s (the preprocessing SavedModel does the same in TensorFlow ops,
-`preprocess.graph_piece_order`).
+`albert_tf.preprocess.graph_piece_order`).
 
 onnxruntime-extensions' `SentencepieceTokenizer` finds the same best segmentation as the
 `sentencepiece` package but orders tied pieces its own way (of generated strings of such runs,
@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from export.onnx.encoder import GraphBuilder
+from albert_tf.export.onnx.encoder import GraphBuilder
 
 
 def _loop(

@@ -1,10 +1,10 @@
 """Ragged tensors in ONNX graphs: flat values [P] with int64 row lengths [N], whose rows are
-gathered into a dense [N, M] tensor. Shared by the tokenization (`export.onnx.text`) and the
-windows (`export.onnx.windows`); a module of their own because text.py imports windows.py."""
+gathered into a dense [N, M] tensor. Shared by the tokenization (`albert_tf.export.onnx.text`) and the
+windows (`albert_tf.export.onnx.windows`); a module of their own because text.py imports windows.py."""
 
 from __future__ import annotations
 
-from export.onnx.encoder import GraphBuilder
+from albert_tf.export.onnx.encoder import GraphBuilder
 
 
 def row_starts(g: GraphBuilder, counts: str, zero: str, prefix: str) -> str:

@@ -2,8 +2,8 @@
 
 Operators are standard ONNX plus onnxruntime-extensions' string and SentencePiece operators
 (domain `ai.onnx.contrib`; register `onnxruntime_extensions.get_library_path()` with the
-session). The steps are those of `preprocess.normalize.preprocess_text` and
-`preprocess.tokenizer.AlbertTokenizer`:
+session). The steps are those of `albert_tf.preprocess.normalize.preprocess_text` and
+`albert_tf.preprocess.tokenizer.AlbertTokenizer`:
 
 1. whitespace collapse with Python's `str.split()` whitespace set (`StringRegexReplace`, RE2);
 2. NFKD, then removal of characters with a non-zero combining class. No operator does NFKD, so
@@ -19,15 +19,15 @@ session). The steps are those of `preprocess.normalize.preprocess_text` and
 5. the order of tied pieces: onnxruntime-extensions bundles an older SentencePiece that finds
    the same pieces as the `sentencepiece` package but may order pieces of one repeated string
    otherwise (of the fixture strings, one run of dashes; of generated strings of such runs,
-   about a third). `export.onnx.piece_order` redoes `sentencepiece`'s float32 Viterbi inside
+   about a third). `albert_tf.export.onnx.piece_order` redoes `sentencepiece`'s float32 Viterbi inside
    each such run, from the row's score where the run starts; then each run of byte pieces
    becomes one `<unk>`, as `sentencepiece` merges unknown characters;
 6. the digit-comma re-split as a table lookup: every id maps to the ids it becomes (a padded
    [V, K] table, `Gather` + `Compress`), built with the reference's code;
 7. packing: `[CLS] A [SEP] (B [SEP])`, round-robin trimming, padding, int32 [B, seq_length],
-   as `preprocess.preprocess_model.bert_pack_inputs`.
+   as `albert_tf.preprocess.preprocess_model.bert_pack_inputs`.
    For a windowed classifier, the last segment is first cut into windows
-   (`export.onnx.windows`) and the packing packs the rows of the real windows.
+   (`albert_tf.export.onnx.windows`) and the packing packs the rows of the real windows.
 
 The tables are built from the Python that runs the export, so the graph equals
 `preprocess_text` of that Python's Unicode database. Known differences from the reference
@@ -53,14 +53,21 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from export.encoder import ENCODER_INPUTS
-from export.onnx.encoder import OPSET, GraphBuilder
-from export.onnx.piece_order import order_runs, shifted
-from export.onnx.ragged import gather_rows, row_starts
-from export.onnx.windows import WINDOW_PRESENT, Windows, window_segments
-from preprocess.normalize import code_points, re2_class_body
-from preprocess.piece_order import byte_fallback_model, piece_tables
-from preprocess.tokenizer import CLS, PAD, SEP, AlbertTokenizer, as_tokenizer, resplit_rows
+from albert_tf.export.encoder import ENCODER_INPUTS
+from albert_tf.export.onnx.encoder import OPSET, GraphBuilder
+from albert_tf.export.onnx.piece_order import order_runs, shifted
+from albert_tf.export.onnx.ragged import gather_rows, row_starts
+from albert_tf.export.onnx.windows import WINDOW_PRESENT, Windows, window_segments
+from albert_tf.preprocess.normalize import code_points, re2_class_body
+from albert_tf.preprocess.piece_order import byte_fallback_model, piece_tables
+from albert_tf.preprocess.tokenizer import (
+    CLS,
+    PAD,
+    SEP,
+    AlbertTokenizer,
+    as_tokenizer,
+    resplit_rows,
+)
 
 CONTRIB = "ai.onnx.contrib"
 TEXT_INPUTS = ("text", "text_pair")
@@ -186,7 +193,7 @@ def _resplit_table(sp) -> np.ndarray:
 
 def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, tables: dict, prefix: str) -> tuple:
     """SentencePiece + run order + re-split on normalized text [N]: (flat ids int64 [T], row
-    lengths int64 [N]). `sp_bytes` is the byte-fallback model (`preprocess.piece_order`), whose byte ids
+    lengths int64 [N]). `sp_bytes` is the byte-fallback model (`albert_tf.preprocess.piece_order`), whose byte ids
     (>= vocab size) stand for unknown characters."""
     pieces, splits = g.multi_node(
         "SentencepieceTokenizer",
@@ -357,7 +364,7 @@ def preprocess_graph(
     """Strings `text` (and `text_pair` for 2 segments) tf.string [B] -> `input_word_ids`,
     `input_mask`, `input_type_ids` int32 [B, seq_length], as the preprocessing SavedModel.
 
-    With `windows`, the last segment is read in windows (`export.onnx.windows`): the ids are
+    With `windows`, the last segment is read in windows (`albert_tf.export.onnx.windows`): the ids are
     of the W real windows, [W, seq_length], and `window_present` bool [B, K] says which
     windows each text has."""
     tokenizer = as_tokenizer(sp_model, do_lower_case)

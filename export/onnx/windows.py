@@ -7,7 +7,7 @@ A classifier fine-tuned with `--max-windows` K > 1 reads a long text as up to K 
   the first token of every window and whether the text has it, [B, K];
 - `window_segments` cuts the tokenized texts into the segments of the real windows only, W rows
   in text order (text A of a pair, cut to `first_segment_bound`, repeated in each of its
-  text's windows), which `export.onnx.text.pack` packs as for any other rows: the encoder runs
+  text's windows), which `albert_tf.export.onnx.text.pack` packs as for any other rows: the encoder runs
   on [W, S];
 - `pool_windows` puts the W window logits back at their [B, K] places and pools each text's
   real windows by their mean or max, as `finetune.windows.pool_windows`.
@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, numpy_helper
 
+from albert_tf.export.onnx.encoder import GraphBuilder
+from albert_tf.export.onnx.ragged import gather_rows, row_starts
 from albert_tf.finetune.windows import first_segment_bound
-from export.onnx.encoder import GraphBuilder
-from export.onnx.ragged import gather_rows, row_starts
 
 # The preprocessing graph's extra output: which of a text's K windows it has, bool [B, K].
 WINDOW_PRESENT = "window_present"

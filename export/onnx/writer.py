@@ -4,11 +4,11 @@ Files (docs/guides/serving.md shows how to run them):
 
 - `encoder.onnx`: float32, standard ONNX operators only (opset 17), the Hub contract's names;
 - `encoder_int8.onnx`: ONNX Runtime's fusions, then dynamic int8 quantization (an empty batch
-  gets empty outputs: `export.onnx.text.guard_empty_batch`);
+  gets empty outputs: `albert_tf.export.onnx.text.guard_empty_batch`);
 - `encoder_int8_static.onnx`: the fusions, then static int8 (QDQ, calibrated on text);
 - with a SentencePiece model, `text_encoder.onnx` / `text_encoder_int8.onnx`: the same
-  encoders behind the tokenizer and packing (`export.onnx.text`), input `text` strings [B]
-  (an empty batch gets empty outputs: `export.onnx.text.guard_empty_batch`);
+  encoders behind the tokenizer and packing (`albert_tf.export.onnx.text`), input `text` strings [B]
+  (an empty batch gets empty outputs: `albert_tf.export.onnx.text.guard_empty_batch`);
 - `report.json`: file sizes, fused operator counts and the accuracy of every file against the
   SavedModel (or the checkpoint's Keras encoder when no SavedModel is given).
 """
@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 import onnx
 
+from albert_tf.export.encoder import ENCODER_INPUTS
+from albert_tf.export.onnx import optimize
+from albert_tf.export.onnx.encoder import encoder_graph
+from albert_tf.export.onnx.text import guard_empty_batch, preprocess_graph, with_preprocess
+from albert_tf.export.tflite import cosine_similarity, probe_inputs
+from albert_tf.export.writers import ExportSource
+from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 from albert_tf.runtimes import onnx_session, session_runner
-from export.encoder import ENCODER_INPUTS
-from export.onnx import optimize
-from export.onnx.encoder import encoder_graph
-from export.onnx.text import guard_empty_batch, preprocess_graph, with_preprocess
-from export.tflite import cosine_similarity, probe_inputs
-from export.writers import ExportSource
-from preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 ENCODER_FILES = {
     "float32": "encoder.onnx",
@@ -66,7 +66,7 @@ def text_batches(
     """`count` batches of encoder inputs int32 [batch, seq_length] packed from English prose:
     the help topics of `pydoc_data` (every Python has them), split by topic name into
     calibration (`heldout=False`) and unseen (`heldout=True`) text."""
-    from preprocess.corpus import is_heldout, pydoc_topic_documents
+    from albert_tf.preprocess.corpus import is_heldout, pydoc_topic_documents
 
     tokenizer = as_tokenizer(sp_model)
     texts = [
@@ -133,7 +133,7 @@ def _accuracy(
 def _text_ids_equal(model: onnx.ModelProto, tokenizer: AlbertTokenizer, seq_length: int) -> bool:
     """Whether the raw-string model's ids equal the reference tokenizer's, packed, on the
     unseen probe text."""
-    from preprocess.corpus import is_heldout, pydoc_topic_documents
+    from albert_tf.preprocess.corpus import is_heldout, pydoc_topic_documents
 
     texts = [" ".join(s) for name, s in pydoc_topic_documents() if is_heldout(name, 50) and s]
     texts = texts[:32]
@@ -146,7 +146,7 @@ def _text_ids_equal(model: onnx.ModelProto, tokenizer: AlbertTokenizer, seq_leng
 
 
 def check_onnx(source: ExportSource) -> None:
-    """The ONNX writers' check (`export.writers`): importing this module needed the extra."""
+    """The ONNX writers' check (`albert_tf.export.writers`): importing this module needed the extra."""
 
 
 def export_onnx(
@@ -167,7 +167,7 @@ def export_onnx(
     """
     from albert_tf.checkpoint import load_checkpoint_dir
     from albert_tf.config import SP_MODEL_FILE
-    from export.writers import CHECKPOINT_WRITERS, write_one, writers_named
+    from albert_tf.export.writers import CHECKPOINT_WRITERS, write_one, writers_named
 
     checkpoint = load_checkpoint_dir(checkpoint_dir)
     if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
@@ -185,7 +185,7 @@ def export_onnx(
 
 
 def write_onnx(source: ExportSource, target: Path) -> dict[str, Any]:
-    """The `onnx` writer (`export.writers`): the files of the module docstring into `target`;
+    """The `onnx` writer (`albert_tf.export.writers`): the files of the module docstring into `target`;
     returns the report."""
     config = source.checkpoint.config
     encoder = source.checkpoint.encoder

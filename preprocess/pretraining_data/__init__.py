@@ -5,7 +5,7 @@ corpus, `instances` pairs segments, `masking` draws n-gram masks, `records` enco
 `tf.train.Example`s, `format` declares the record format, and `dynamic_masking` re-draws masks in a `tf.data` pipeline.
 """
 
-from preprocess.pretraining_data.format import METADATA_FILE
-from preprocess.pretraining_data.pipeline import create_pretraining_data
+from albert_tf.preprocess.pretraining_data.format import METADATA_FILE
+from albert_tf.preprocess.pretraining_data.pipeline import create_pretraining_data
 
 __all__ = ["METADATA_FILE", "create_pretraining_data"]

@@ -41,9 +41,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from preprocess.base.errors import OutputError
-from preprocess.base.io_utils import atomic_dir, check_output_path, is_remote
-from preprocess.beam_io import (
+from albert_tf.errors import OutputError
+from albert_tf.io_utils import atomic_dir, check_output_path, is_remote
+from albert_tf.preprocess.beam_io import (
     NAMESPACE,
     counter_values,
     match_files,
@@ -51,11 +51,11 @@ from preprocess.beam_io import (
     read_text_lines,
     run,
 )
-from preprocess.pretraining_data import pipeline
-from preprocess.pretraining_data.documents import resolve_inputs, split_documents
-from preprocess.pretraining_data.format import METADATA_FILE, shard_name
-from preprocess.pretraining_data.generate import Counters, DocumentProcessor, Settings
-from preprocess.pretraining_data.plan import (
+from albert_tf.preprocess.pretraining_data import pipeline
+from albert_tf.preprocess.pretraining_data.documents import resolve_inputs, split_documents
+from albert_tf.preprocess.pretraining_data.format import METADATA_FILE, shard_name
+from albert_tf.preprocess.pretraining_data.generate import Counters, DocumentProcessor, Settings
+from albert_tf.preprocess.pretraining_data.plan import (
     BatchPlan,
     document_size,
     keyed_documents,
@@ -193,7 +193,7 @@ def run_beam(
     (shards and `metadata.json`); returns the statistics. A local output is created atomically;
     on a remote filesystem the directory is complete once `metadata.json` is there, written last.
     """
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     output = os.fspath(output_dir)
     remote = is_remote(output)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from preprocess.base.errors import DataError
+from albert_tf.errors import DataError
 
 _BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 _ABBREVIATIONS = frozenset(

@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from preprocess.pretraining_data.documents import split_sentences
-from preprocess.pretraining_data.instances import (
+from albert_tf.preprocess.pretraining_data.documents import split_sentences
+from albert_tf.preprocess.pretraining_data.instances import (
     SentencePair,
     create_nsp_pairs,
     create_sentence_pairs,
     create_single_segments,
 )
-from preprocess.pretraining_data.masking import NgramMasker
-from preprocess.pretraining_data.records import (
+from albert_tf.preprocess.pretraining_data.masking import NgramMasker
+from albert_tf.preprocess.pretraining_data.records import (
     FLOAT_ONE,
     FLOAT_ZERO,
     encode_example,
@@ -84,7 +84,7 @@ class DocumentProcessor:
     """Turns documents into serialized `tf.train.Example`s for one set of `Settings`."""
 
     def __init__(self, settings: Settings):
-        from preprocess.tokenizer import AlbertTokenizer
+        from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
         self.settings = settings
         self.tokenizer = AlbertTokenizer(settings.sp_model_path, settings.do_lower_case)

@@ -31,25 +31,29 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from preprocess.base.environment import import_beam_module
-from preprocess.base.errors import DataError
-from preprocess.base.io_utils import atomic_dir, check_output_path, is_remote
-from preprocess.pretraining_data.documents import input_size, iter_documents, resolve_inputs
-from preprocess.pretraining_data.format import (
+from albert_tf.environment import import_beam_module
+from albert_tf.errors import DataError
+from albert_tf.io_utils import atomic_dir, check_output_path, is_remote
+from albert_tf.preprocess.pretraining_data.documents import (
+    input_size,
+    iter_documents,
+    resolve_inputs,
+)
+from albert_tf.preprocess.pretraining_data.format import (
     FORMAT,
     METADATA_FILE,
     SENTENCE_TASKS,
     feature_lengths,
     shard_name,
 )
-from preprocess.pretraining_data.generate import (
+from albert_tf.preprocess.pretraining_data.generate import (
     Counters,
     DocumentProcessor,
     Settings,
     init_worker,
     process_in_worker,
 )
-from preprocess.pretraining_data.plan import closes, document_size
+from albert_tf.preprocess.pretraining_data.plan import closes, document_size
 
 RUNNERS = ("local", "beam")
 BATCH_BYTES = 1 << 20  # text per worker task; CRCs are vectorized over a task's records
@@ -235,7 +239,7 @@ def create_pretraining_data(
     `metadata.json` (sizes, vocab size, instance counts, `sentence_task`, SentencePiece checksum,
     settings, statistics) for training to validate.
     With `mask=False` the records hold unmasked `input_ids` and `token_boundary` instead, for
-    `preprocess.pretraining_data.dynamic_masking`.
+    `albert_tf.preprocess.pretraining_data.dynamic_masking`.
 
     Args:
       input_patterns: text files or globs; blank lines separate documents; ".gz" is read.
@@ -250,7 +254,7 @@ def create_pretraining_data(
         document; see instances.create_nsp_pairs) or "none" (`[CLS] A [SEP]` of up to
         max_seq_length - 2 tokens, segment_ids all 0, label always 0: MLM alone).
       runner: "local" (this process and a pool of `num_workers`) or "beam" (an Apache Beam
-        pipeline, `preprocess.pretraining_data.beam`: the same records as a multiset; inputs,
+        pipeline, `albert_tf.preprocess.pretraining_data.beam`: the same records as a multiset; inputs,
         model and output may then be on any Beam filesystem, gs:// included).
       pipeline_args: Beam pipeline options (runner "beam"); without a `--runner` among them,
         the DirectRunner with `num_workers` processes.
@@ -286,7 +290,7 @@ def create_pretraining_data(
     if pipeline_args and runner != "beam":
         raise DataError("Beam pipeline options (after --) need --runner beam")
     if runner == "beam":
-        beam: Any = import_beam_module("preprocess.pretraining_data.beam")
+        beam: Any = import_beam_module("albert_tf.preprocess.pretraining_data.beam")
         return beam.run_beam(
             patterns, settings, output_dir, overwrite, num_workers, list(pipeline_args or [])
         )
@@ -314,7 +318,7 @@ def _run_local(
 ) -> dict[str, Any]:
     """`create_pretraining_data` with the local runner: this process and `num_workers` workers
     write the shards and metadata.json of `settings` into `output_dir`; returns the statistics."""
-    from preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     check_output_path(output_dir, overwrite)
     tokenizer = AlbertTokenizer(sp_model_path, settings.do_lower_case)
