@@ -22,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", metavar="DIR", help="directory to write (not with --finetuned)")
     parser.add_argument(
+        "--max-seq-length",
         "--seq-length",
         type=int,
         default=128,
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         args.checkpoint,
         args.output,
         sp_model=args.sp_model,
-        seq_length=args.seq_length,
+        seq_length=args.max_seq_length,
         overwrite=args.overwrite,
         do_lower_case=args.do_lower_case,
         **formats,
