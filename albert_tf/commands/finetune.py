@@ -9,15 +9,21 @@ HELP = "Fine-tune ALBERT on classify, regress, squad, multiple-choice (RACE) or 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from albert_tf.dtypes import DTYPES
     from albert_tf.finetune.defaults import help_text
-    from albert_tf.finetune.settings import (
-        OPTIMIZERS,
-        TASK_NAMES,
-        cli_defaults,
-    )
+    from albert_tf.finetune.settings import cli_defaults
 
     parser.epilog = help_text()
+    _add_run_arguments(parser)
+    _add_optimization_arguments(parser)
+    _add_task_arguments(parser)
+    parser.add_argument("--no-serving", action="store_true", help="skip the serving SavedModel")
+    parser.set_defaults(**cli_defaults())
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a run reads and writes: the task, its files, the model it starts from."""
+    from albert_tf.finetune.settings import TASK_NAMES
+
     parser.add_argument(
         "--task",
         required=True,
@@ -45,6 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sp-model", help="SentencePiece model (default: the one with --init)")
     parser.add_argument("--no-lower-case", action="store_true", help="the model is cased")
+
+
+def _add_optimization_arguments(parser: argparse.ArgumentParser) -> None:
+    """How it trains: epochs, batches, the optimizer, steps, seeds, restarts, dtype."""
+    from albert_tf.dtypes import DTYPES
+    from albert_tf.finetune.settings import OPTIMIZERS
+
     parser.add_argument(
         "--epochs", type=int, help="passes over --train (default: by model size, see below)"
     )
@@ -105,9 +118,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(0: never)",
     )
     parser.add_argument("--dtype", choices=DTYPES, help="compute dtype (auto: the machine's best)")
-    _add_task_arguments(parser)
-    parser.add_argument("--no-serving", action="store_true", help="skip the serving SavedModel")
-    parser.set_defaults(**cli_defaults())
 
 
 def _add_task_arguments(parser: argparse.ArgumentParser) -> None:
