@@ -1,4 +1,5 @@
-"""SQuAD: reading v2.0 files, doc-stride features, spans mapped back to characters."""
+"""SQuAD: reading v2.0 files, doc-stride features, spans mapped back to characters and
+stripped of whitespace (both heads' decoding)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,16 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from albert_tf.finetune.alignment import encode_with_offsets
 from albert_tf.finetune.data import SquadExample, read_squad
-from albert_tf.finetune.squad import build_squad_features, postprocess_squad
+from albert_tf.finetune.squad import (
+    build_squad_features,
+    postprocess_squad,
+    postprocess_squad_beam,
+)
 from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
@@ -139,3 +146,86 @@ def test_answers_not_in_context_are_counted_and_dropped(tmp_path):
     assert stats.impossible == 1
     examples, _ = read_squad(path, training=False)
     assert [e.qid for e in examples] == ["1", "2", "3"]
+
+
+def _one_hot_logits(features, start_token, end_token):
+    start = np.zeros((len(features), len(features[0].input_word_ids)), np.float32)
+    end = np.zeros_like(start)
+    start[0, start_token] = end[0, end_token] = 5.0
+    return start, end
+
+
+def test_a_span_ending_on_a_bare_word_start_is_stripped(tokenizer):
+    # "( christian slater ) , quiet": the pieces of "slater" are followed by a bare "▁" that
+    # covers no character and sits where ")" starts, so the span up to it ends in a space.
+    context = "( christian slater ) , quiet"
+    example = SquadExample("q", "who?", context, (), False, "q")
+    features = build_squad_features([example], tokenizer, max_seq_length=40, max_query_length=4)
+    pieces = [tokenizer.sp_model.id_to_piece(i) for i in features[0].input_word_ids]
+    first = pieces.index("l") - 1  # "s" of slater
+    blank = pieces.index(")") - 1
+    assert pieces[first] == "s" and pieces[blank] == "▁"
+    assert context[features[0].token_to_char[first][0] : features[0].token_to_char[blank][1]] == (
+        "slater "
+    )
+    start, end = _one_hot_logits(features, first, blank)
+    (bert,) = postprocess_squad([example], features, start, end, version_2_with_negative=False)
+    assert (bert.text, bert.char_start, bert.char_end) == ("slater", 12, 18)
+    beam = {
+        "start_top_index": np.array([[first]]),
+        "start_top_log_probs": np.array([[-0.1]], np.float32),
+        "end_top_index": np.array([[blank]]),
+        "end_top_log_probs": np.array([[-0.2]], np.float32),
+        "cls_logits": np.array([-1.0], np.float32),
+    }
+    (albert,) = postprocess_squad_beam([example], features, beam, max_answer_length=30)
+    assert (albert.text, albert.char_start, albert.char_end) == ("slater", 12, 18)
+    # a span of bare "▁" only is empty once stripped: no answer, and the next one is taken
+    beam["start_top_index"] = np.array([[blank, first]])
+    beam["start_top_log_probs"] = np.array([[-0.1, -0.3]], np.float32)
+    beam["end_top_index"] = np.array([[blank, blank]])
+    beam["end_top_log_probs"] = np.array([[-0.2, -0.2]], np.float32)
+    (albert,) = postprocess_squad_beam([example], features, beam, max_answer_length=30)
+    assert [e["text"] for e in albert.nbest] == ["slater"]
+
+
+ODD_SPACES = (" ", "  ", "\t", "\n", " \n\t", "\u00a0", "\u2009", "\u3000", "\r\n")
+WORDS = ("the", "file", "(", ")", "christian", "slater", ",", "quiet.", "½", "Café", "1,000", "-")
+
+
+@settings(max_examples=60)
+@given(
+    st.text(alphabet="".join(ODD_SPACES), max_size=3),
+    st.lists(
+        st.tuples(st.sampled_from(WORDS), st.sampled_from(ODD_SPACES)), min_size=1, max_size=25
+    ),
+    st.integers(0, 2**31 - 1),
+)
+def test_answers_never_start_or_end_with_whitespace(tokenizer, lead, words, seed):
+    context = lead + "".join(word + space for word, space in words)
+    example = SquadExample("q", "what?", context, (), False, "q")
+    features = build_squad_features(
+        [example], tokenizer, max_seq_length=24, doc_stride=5, max_query_length=4
+    )
+    rng = np.random.RandomState(seed)
+    shape = (len(features), 24)
+    start, end = rng.randn(*shape).astype(np.float32), rng.randn(*shape).astype(np.float32)
+    k = 4
+    beam = {
+        "start_top_index": rng.randint(0, 24, (len(features), k)),
+        "start_top_log_probs": -rng.rand(len(features), k).astype(np.float32),
+        "end_top_index": rng.randint(0, 24, (len(features), k * k)),
+        "end_top_log_probs": -rng.rand(len(features), k * k).astype(np.float32),
+        "cls_logits": rng.randn(len(features)).astype(np.float32),
+    }
+    predictions = [
+        *postprocess_squad([example], features, start, end, 10, 8, version_2_with_negative=False),
+        *postprocess_squad_beam([example], features, beam, n_best_size=10, max_answer_length=8),
+    ]
+    for prediction in predictions:
+        answers = [(prediction.text, prediction.char_start, prediction.char_end)]
+        answers += [(e["text"], e["char_start"], e["char_end"]) for e in prediction.nbest]
+        for text, char_start, char_end in answers:
+            if text:
+                assert text == text.strip()
+                assert context[char_start:char_end] == text
