@@ -1,4 +1,5 @@
-"""SQuAD v2.0 end to end: train, predict (CLI), official EM/F1 and serving logits."""
+"""SQuAD v2.0 end to end with both heads (ALBERT's, the default on v2.0 data, and BERT's):
+train, predict (CLI), official EM/F1 and the null threshold, serving equal to in-memory."""
 
 from __future__ import annotations
 
@@ -73,12 +74,13 @@ def squad_file(path, copies):
     return path
 
 
-@pytest.fixture(scope="module")
-def squad_run(tmp_path_factory, fixtures_dir):
+@pytest.fixture(scope="module", params=[None, "bert"], ids=["default-albert", "bert"])
+def squad_run(request, tmp_path_factory, fixtures_dir):
     root = tmp_path_factory.mktemp("squad")
     logs = []
     result = finetune(
         FinetuneSettings(
+            squad_head=request.param,
             train_path=str(squad_file(root / "train-v2.0.json", 4)),
             output_dir=str(root / "model"),
             init="random",
@@ -109,6 +111,15 @@ def test_train_reports_bad_answers_and_learns(squad_run):
     assert history[-1]["train_loss"] < history[0]["train_loss"]
     assert result.settings.version_2_with_negative
     assert set(history[0]["eval"]) >= {"exact", "f1", "HasAns_exact", "NoAns_exact"}
+    if result.settings.squad_head == "albert":  # the default on v2.0 data
+        # the threshold picked on --eval at the best epoch is the model's from then on
+        best = history[result.metadata["best_epoch"] - 1]["eval"]
+        assert set(best) >= {"best_f1", "best_f1_thresh", "null_score_diff_threshold"}
+        picked = best["best_f1_thresh"]
+        assert result.settings.null_score_diff_threshold == best["null_score_diff_threshold"]
+        assert result.settings.null_score_diff_threshold == picked
+    else:
+        assert result.settings.null_score_diff_threshold == 0.0
 
 
 def test_predict_cli_spans_and_official_scores(squad_run, capsys):
@@ -149,7 +160,11 @@ def test_predict_cli_spans_and_official_scores(squad_run, capsys):
         for qa in p["qas"]
     }
     expected = metrics.squad_scores({r["id"]: r["answer"] for r in records}, gold)
-    assert reported == pytest.approx(expected)
+    assert {k: reported[k] for k in expected} == pytest.approx(expected)
+    threshold = reported.get("null_score_diff_threshold")
+    for r in records:  # ALBERT's head: "" exactly when the answer-class logit reaches it
+        if threshold is not None:
+            assert r["answer"] == ("" if r["null_score_diff"] >= threshold else r["best_span"])
 
 
 def test_serving_equals_in_memory(squad_run):
@@ -174,12 +189,17 @@ def test_serving_equals_in_memory(squad_run):
         context=tf.constant([data.examples[i].context for i in one_window]),
     )
     mask = data.inputs["input_mask"][rows] == 1
-    np.testing.assert_allclose(
-        got["start_logits"].numpy()[mask], expected["start_logits"][mask], atol=1e-4
-    )
-    np.testing.assert_allclose(
-        got["end_logits"].numpy()[mask], expected["end_logits"][mask], atol=1e-4
-    )
+    if result.settings.squad_head == "bert":
+        for name in ("start_logits", "end_logits"):
+            np.testing.assert_allclose(got[name].numpy()[mask], expected[name][mask], atol=1e-4)
+    else:
+        for name in ("start_top_index", "end_top_index"):
+            np.testing.assert_array_equal(got[name].numpy(), expected[name])
+        for name in ("start_top_log_probs", "end_top_log_probs"):
+            np.testing.assert_allclose(got[name].numpy(), expected[name], atol=1e-4)
+        np.testing.assert_allclose(
+            got["null_score_diff"].numpy(), expected["cls_logits"], atol=1e-4
+        )
     from albert_tf.finetune.tasks import TaskData
 
     subset = TaskData(

@@ -29,7 +29,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         choices=TASK_NAMES,
         help="classify: a label per text (pair); regress: a number per text (pair); squad: "
-        "answer spans; multiple-choice: RACE; tag: a tag per word (CoNLL)",
+        "answer spans (with ALBERT's own SQuAD 2.0 head on v2.0 data, see --squad-head); "
+        "multiple-choice: RACE; tag: a tag per word (CoNLL)",
     )
     parser.add_argument(
         "--train",
@@ -174,17 +175,43 @@ def _add_task_arguments(parser: argparse.ArgumentParser) -> None:
         help="text pairs: tokens of the first text kept whole in every window of the second "
         "(default: half the window)",
     )
+    _add_squad_arguments(parser)
+
+
+def _add_squad_arguments(parser: argparse.ArgumentParser) -> None:
+    """The SQuAD options: the head, features, decoding and the null threshold."""
+    from albert_tf.finetune.settings import SQUAD_HEADS
+
     squad = parser.add_argument_group("squad")
+    squad.add_argument(
+        "--squad-head",
+        choices=SQUAD_HEADS,
+        help="albert: ALBERT's own SQuAD 2.0 head, as google-research/albert's run_squad_v2.py "
+        "trains and decodes it (a start distribution, end logits conditioned on the start with a "
+        "--start-n-top x --end-n-top beam, and an answer-class logit that decides 'no answer'); "
+        "bert: independent start and end logits, 'no answer' from the [CLS] span's score "
+        "(default: albert on v2.0 data, where some questions have no answer; bert on v1.1)",
+    )
     squad.add_argument(
         "--doc-stride", type=int, help="tokens between the starts of a context's windows"
     )
     squad.add_argument("--max-query-length", type=int, help="question tokens kept")
-    squad.add_argument("--n-best-size", type=int, help="start and end candidates per window")
+    squad.add_argument(
+        "--n-best-size",
+        type=int,
+        help="answers kept per question (bert: start and end candidates per window)",
+    )
     squad.add_argument("--max-answer-length", type=int, help="longest answer in tokens")
+    squad.add_argument("--start-n-top", type=int, help="albert head: starts in the beam")
+    squad.add_argument("--end-n-top", type=int, help="albert head: ends kept per start")
     squad.add_argument(
         "--null-score-diff-threshold",
         type=float,
-        help="v2.0: answer 'no answer' when its score beats the best span's by more than this",
+        help="v2.0 'no answer' threshold. albert head: 'no answer' when the answer-class logit "
+        "(least over the windows) is at least this; by default the threshold that gives the best "
+        "F1 on --eval is picked (the official v2.0 search, as run_squad_v2.py does) and kept with "
+        "the model, 0.0 without --eval. bert head: 'no answer' when the null score beats the "
+        "best span's by more than this (default 0.0)",
     )
 
 

@@ -114,15 +114,12 @@ def squad_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def squad_scores(
+def squad_raw_scores(
     predictions: Mapping[str, str], gold_answers: Mapping[str, Sequence[str]]
-) -> dict[str, float]:
-    """SQuAD EM and F1 in percent, averaged over every question of `gold_answers`.
-
-    `gold_answers[qid]` is the list of gold answer texts ([] or [""] for an unanswerable
-    question); a question missing from `predictions` scores 0. Returns `exact`, `f1`, `total`,
-    and `HasAns_*`/`NoAns_*` breakdowns when both kinds of question are present.
-    """
+) -> tuple[dict[str, float], dict[str, float], dict[str, bool]]:
+    """Per question of `gold_answers`: exact match, F1 (best over its gold answers, 0 when
+    `predictions` lacks it) and whether it has an answer (a gold text that normalizes to
+    something; [] or [""] is unanswerable)."""
     exact, f1, has_answer = {}, {}, {}
     for qid, golds in gold_answers.items():
         golds = [g for g in golds if normalize_answer(g)] or [""]
@@ -133,6 +130,62 @@ def squad_scores(
         prediction = predictions[qid]
         exact[qid] = max(squad_exact_match(prediction, g) for g in golds)
         f1[qid] = max(squad_f1(prediction, g) for g in golds)
+    return exact, f1, has_answer
+
+
+def _best_threshold(
+    spans: Mapping[str, str],
+    raw: Mapping[str, float],
+    null_scores: Mapping[str, float],
+    has_answer: Mapping[str, bool],
+) -> tuple[float, float]:
+    """(best score in percent, its threshold) as the official v2.0 script's find_best_thresh:
+    questions in increasing null score are answered one by one; the threshold is the null
+    score of the last question answered at the best total (0.0 when answering none is best)."""
+    score = best = sum(not has for has in has_answer.values())
+    threshold = 0.0
+    for qid in sorted(null_scores, key=lambda q: null_scores[q]):
+        if qid not in raw:
+            continue
+        if has_answer[qid]:
+            score += raw[qid]
+        elif spans[qid]:
+            score -= 1
+        if score > best:
+            best, threshold = score, null_scores[qid]
+    return 100.0 * best / len(raw), threshold
+
+
+def squad_null_threshold_search(
+    spans: Mapping[str, str],
+    null_scores: Mapping[str, float],
+    gold_answers: Mapping[str, Sequence[str]],
+) -> dict[str, float]:
+    """The official SQuAD v2.0 search for the null threshold: `spans[qid]` is the answer given
+    when the question is answered, `null_scores[qid]` how strongly the model says it has none.
+    Returns `best_exact`, `best_exact_thresh`, `best_f1` and `best_f1_thresh` (answering the
+    questions whose null score is at most the threshold)."""
+    exact, f1, has_answer = squad_raw_scores(spans, gold_answers)
+    best_exact, exact_threshold = _best_threshold(spans, exact, null_scores, has_answer)
+    best_f1, f1_threshold = _best_threshold(spans, f1, null_scores, has_answer)
+    return {
+        "best_exact": best_exact,
+        "best_exact_thresh": exact_threshold,
+        "best_f1": best_f1,
+        "best_f1_thresh": f1_threshold,
+    }
+
+
+def squad_scores(
+    predictions: Mapping[str, str], gold_answers: Mapping[str, Sequence[str]]
+) -> dict[str, float]:
+    """SQuAD EM and F1 in percent, averaged over every question of `gold_answers`.
+
+    `gold_answers[qid]` is the list of gold answer texts ([] or [""] for an unanswerable
+    question); a question missing from `predictions` scores 0. Returns `exact`, `f1`, `total`,
+    and `HasAns_*`/`NoAns_*` breakdowns when both kinds of question are present.
+    """
+    exact, f1, has_answer = squad_raw_scores(predictions, gold_answers)
 
     def mean(values: list[float]) -> float:
         return 100.0 * sum(values) / len(values) if values else 0.0

@@ -85,8 +85,14 @@ def reinit_pooler(encoder: Any, initializer_range: float) -> None:
     bias.assign(tf.zeros_like(bias))
 
 
-def build_head(task: Task, initializer_range: float) -> TaskHead:
-    """The head `task` needs."""
+def build_head(task: Task, initializer_range: float) -> keras.layers.Layer:
+    """The head `task` needs: a `TaskHead`, or for SQuAD with ALBERT's head a
+    `squad_head.SquadV2Head`."""
+    if task.name == "squad" and task.albert_head:
+        from albert_tf.finetune.squad_head import SquadV2Head
+
+        s = task.settings
+        return SquadV2Head(s.start_n_top, s.end_n_top, initializer_range=initializer_range)
     return TaskHead(task.num_outputs(), task.reads, initializer_range=initializer_range)
 
 
@@ -95,7 +101,8 @@ class TaskModel(keras.Model):
 
     Inputs: the three encoder inputs, int32 [B, S] ([B, C, S] for multiple choice, [B, K, S]
     for windows). Outputs by task: classify `logits [B, L]`; regress `predictions [B]`; squad
-    `start_logits, end_logits [B, S]` (padding positions at -10000); multiple-choice
+    with BERT's head `start_logits, end_logits [B, S]` (padding positions at -10000), with
+    ALBERT's the beam and `cls_logits` (`squad_head.SquadV2Head`); multiple-choice
     `logits [B, C]`; tag `logits [B, S, T]`.
     """
 
@@ -108,5 +115,6 @@ class TaskModel(keras.Model):
     def call(
         self, inputs: dict[str, tf.Tensor], training: bool | None = None
     ) -> dict[str, tf.Tensor]:
-        features = {name: tf.cast(inputs[name], tf.int32) for name in INPUT_NAMES}
+        names = (*INPUT_NAMES, *self.task.training_inputs)
+        features = {name: tf.cast(inputs[name], tf.int32) for name in names if name in inputs}
         return self.task.forward(self.encoder, self.task_head, features, training)

@@ -22,7 +22,7 @@ from albert_tf.finetune.models import TaskModel
 from albert_tf.io_utils import atomic_dir
 from albert_tf.preprocess.graph_tokenizer import GraphTokenizer
 from albert_tf.preprocess.preprocess_model import bert_pack_inputs
-from albert_tf.preprocess.tokenizer import AlbertTokenizer
+from albert_tf.preprocess.tokenizer import WORD_START, AlbertTokenizer
 
 
 class ServingModule(tf.Module):
@@ -38,6 +38,10 @@ class ServingModule(tf.Module):
         self.detokenizer = tf_text.SentencepieceTokenizer(model=tokenizer.model_proto)
         self.length = model.task.settings.max_seq_length
         self.labels = tf.constant(model.task.settings.labels or [""])
+        # The bare word-start piece "▁" (-1 when the vocabulary has none): it stands for no
+        # character, so a span of nothing else is an empty answer.
+        blank = tokenizer.sp_model.piece_to_id(WORD_START)
+        self.blank_id = blank if tokenizer.sp_model.id_to_piece(blank) == WORD_START else -1
 
     def pack(self, segments: list[tf.RaggedTensor]) -> dict[str, tf.Tensor]:
         """`pack_segments` at the model's sequence length."""

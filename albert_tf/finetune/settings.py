@@ -28,6 +28,8 @@ WINDOWED_TASKS = ("classify", "regress", "tag")
 QUOTINGS = ("auto", "csv", "none")  # TSV/CSV quoting (see data.read_text_file)
 WINDOW_POOLINGS = ("mean", "max")
 WINDOW_PLACEMENTS = ("head", "spread", "head-tail")  # the formulas: windows.window_starts
+# squad: ALBERT's own SQuAD 2.0 head (finetune.squad_head) or BERT's start/end head
+SQUAD_HEADS = ("albert", "bert")
 # Chosen by experiments/long_documents.py (docs/guides/long-documents.md): at equal K it matched
 # windows over every token where the evidence comes last, and cost nothing where it does not.
 DEFAULT_WINDOW_PLACEMENT = "spread"
@@ -94,7 +96,13 @@ class FinetuneSettings:
     max_query_length: int = 64
     n_best_size: int = 20
     max_answer_length: int = 30
-    null_score_diff_threshold: float = 0.0
+    # "no answer" threshold; None: 0.0 for BERT's head, picked on --eval for ALBERT's (the model
+    # then records the one picked)
+    null_score_diff_threshold: float | None = None
+    # None: albert on v2.0 data (some questions have no answer), bert on v1.1 (filled in from --train)
+    squad_head: str | None = None
+    start_n_top: int = 5  # ALBERT's head: starts in the beam (run_squad_v2.py's default)
+    end_n_top: int = 5  # ALBERT's head: ends per start
     # === Learned from the training file (not flags) ===
     has_pair: bool = False  # classify/regress: examples are text pairs
     version_2_with_negative: bool = True  # squad: some questions have no answer
@@ -118,8 +126,7 @@ class FinetuneSettings:
         for name in ("batch_size", "eval_batch_size", "max_windows", "seeds"):
             self._require(getattr(self, name) >= 1, name, "must be positive")
         self._require(self.restarts >= 0, "restarts", "must not be negative")
-        for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
-            self._require(getattr(self, name) >= 1, name, "must be positive")
+        self._validate_squad()
         self._require(
             self.window_stride is None or self.window_stride >= 1,
             "window_stride",
@@ -174,6 +181,28 @@ class FinetuneSettings:
                 f"must be in [1, {limit}] at --max-seq-length {self.max_seq_length}",
             )
 
+    def _validate_squad(self) -> None:
+        """The SQuAD settings' part of `validate`."""
+        for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
+            self._require(getattr(self, name) >= 1, name, "must be positive")
+        for name in ("start_n_top", "end_n_top"):
+            self._require(getattr(self, name) >= 1, name, "must be positive")
+            self._require(
+                self.task != "squad" or getattr(self, name) <= self.max_seq_length,
+                name,
+                f"must be at most --max-seq-length {self.max_seq_length}",
+            )
+        self._require(
+            self.squad_head is None or self.squad_head in SQUAD_HEADS,
+            "squad_head",
+            f"must be one of {', '.join(SQUAD_HEADS)}",
+        )
+        self._require(
+            self.null_score_diff_threshold is None or math.isfinite(self.null_score_diff_threshold),
+            "null_score_diff_threshold",
+            "must be a number",
+        )
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> FinetuneSettings:
         """The settings from `albert-tf finetune`'s parsed arguments."""
@@ -188,8 +217,10 @@ class FinetuneSettings:
     def from_record(cls, record: dict[str, Any]) -> FinetuneSettings:
         """The settings a model directory's finetune.json recorded (`record()`), also from a
         model fine-tuned before the settings were one object (task and training settings apart,
-        no paths, windows at the head)."""
+        no paths, windows at the head, SQuAD with BERT's head)."""
         values = {"window_placement": "head"} if "window_placement" not in record else {}
+        if "squad_head" not in record:  # SQuAD models from before ALBERT's head have BERT's
+            values["squad_head"] = "bert"
         values.update({k: v for k, v in record.items() if k in _FIELDS})
         for name in ("train_path", "init", "output_dir"):
             values.setdefault(name, _PLACEHOLDER)

@@ -140,6 +140,27 @@ class SquadPrediction:
     nbest: list[dict]
 
 
+def _pair_candidates(
+    feature: SquadFeature,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    n_best_size: int,
+    max_answer_length: int,
+) -> list[tuple[float, int, int]]:
+    """(score, char_start, char_end) of one window's top starts x top ends that may be
+    answers (BERT's head; see `postprocess_squad`)."""
+    candidates, top_ends = [], np.argsort(-ends)[:n_best_size].tolist()
+    for s in np.argsort(-starts)[:n_best_size].tolist():
+        if not _in_context(feature, s) or not feature.max_context[s]:
+            continue
+        for e in top_ends:
+            if not _in_context(feature, e) or e < s or e - s + 1 > max_answer_length:
+                continue
+            char_start, char_end = feature.token_to_char[s][0], feature.token_to_char[e][1]
+            candidates.append((float(starts[s] + ends[e]), char_start, char_end))
+    return candidates
+
+
 def postprocess_squad(
     examples: Sequence[SquadExample],
     features: Sequence[SquadFeature],
@@ -166,26 +187,11 @@ def postprocess_squad(
         candidates = []
         null_score = math.inf
         for f in by_example[index]:
-            feature = features[f]
             starts, ends = start_logits[f], end_logits[f]
             null_score = min(null_score, float(starts[0] + ends[0]))
-            top_starts = np.argsort(-starts)[:n_best_size]
-            top_ends = np.argsort(-ends)[:n_best_size]
-            for s in top_starts.tolist():
-                if (
-                    s >= len(feature.token_to_char)
-                    or feature.token_to_char[s] is None
-                    or not feature.max_context[s]
-                ):
-                    continue
-                for e in top_ends.tolist():
-                    if e >= len(feature.token_to_char) or feature.token_to_char[e] is None:
-                        continue
-                    if e < s or e - s + 1 > max_answer_length:
-                        continue
-                    char_start = feature.token_to_char[s][0]
-                    char_end = feature.token_to_char[e][1]
-                    candidates.append((float(starts[s] + ends[e]), char_start, char_end))
+            candidates += _pair_candidates(
+                features[f], starts, ends, n_best_size, max_answer_length
+            )
         candidates.sort(key=lambda c: -c[0])
         nbest, seen = [], set()
         for score, span_start, span_end in candidates:

@@ -294,6 +294,8 @@ def _finetune_once(
         history, best, best_epoch = _train(
             _Loop(model, train, settings, dtype), evaluation, settings, tmp, log, progress
         )
+        best_scores = next((r.get("eval") for r in history if r["epoch"] == best_epoch), None)
+        task.after_training(best_scores)
         baseline = summary.floor(task, train.examples, evaluation)
 
         if source.config is not None:

@@ -3,7 +3,8 @@
 A task is one object built from the run's `FinetuneSettings`: it reads its file format
 (`read`), learns what it needs from the training examples (`configure`), turns examples into
 model inputs (`encode`), runs its head on the encoder (`forward`), defines the training loss
-(`loss`), turns model outputs into one JSON-ready record per example (`decode`), scores records
+(`loss`), learns what it keeps from the best epoch's evaluation (`after_training`), turns
+model outputs into one JSON-ready record per example (`decode`), scores records
 against the gold labels (`evaluate`) and builds its serving signature on raw strings
 (`serving_function`). The trainer, `albert-tf predict`, the serving export and the tests all go
 through these methods.
@@ -44,6 +45,8 @@ class Task:
     name: ClassVar[str]
     best_metric: ClassVar[str]  # the metric that picks the best epoch
     reads: ClassVar[str] = "pooled_output"  # the encoder output the head reads
+    # labels the forward pass reads in training (`trim_batch` puts them among the inputs)
+    training_inputs: tuple[str, ...] = ()
 
     def __init__(self, settings: FinetuneSettings) -> None:
         self.settings = settings
@@ -57,6 +60,10 @@ class Task:
     def configure(self, examples: list, path: str) -> None:
         """Completes the settings from the training examples (labels, pairs): replaces
         `self.settings` with them filled in."""
+
+    def after_training(self, best_scores: dict[str, float] | None) -> None:
+        """Completes the settings from the best epoch's evaluation scores (None without
+        --eval) before the model directory records them."""
 
     def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
         """Model inputs (and labels, when every example has one) of `examples`."""
