@@ -175,9 +175,17 @@ def _not_in_hf(settings: Any, dtype: str) -> str | None:
     return "the Hugging Face model " + "; ".join(notes) if notes else None
 
 
+# transformers' AlbertForQuestionAnswering is BERT's start/end head.
+SQUAD_HEAD_REFUSAL = (
+    "{} has ALBERT's SQuAD 2.0 head, which transformers' AlbertForQuestionAnswering does not "
+    "have: --hf exports SQuAD models fine-tuned with --squad-head bert"
+)
+
+
 def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
     """ExportError (one line) for a fine-tuned directory that cannot travel: fine-tuned from a
-    TF-Hub encoder (whose weights are not ours to name), or refused by `check_hf_exportable`.
+    TF-Hub encoder (whose weights are not ours to name), a SQuAD model with ALBERT's SQuAD 2.0
+    head (transformers has BERT's only), or refused by `check_hf_exportable`.
     Reads only `finetune.json` and the config; CheckpointError if the directory is not one."""
     from albert_tf.config import CONFIG_FILE as OUR_CONFIG_FILE
     from albert_tf.errors import CheckpointError
@@ -195,6 +203,9 @@ def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
             f"{finetuned_dir} fine-tuned a TF-Hub encoder: --hf exports models fine-tuned from "
             "an albert-tf checkpoint"
         )
+    squad_head = metadata.get("settings", {}).get("squad_head")
+    if metadata.get("task") == "squad" and squad_head == "albert":
+        raise ExportError(SQUAD_HEAD_REFUSAL.format(finetuned_dir))
     check_hf_exportable(AlbertConfig.from_json_file(finetuned_dir / OUR_CONFIG_FILE))
 
 

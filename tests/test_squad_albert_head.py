@@ -14,6 +14,7 @@ from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.squad import beam_spans, postprocess_squad_beam
 from albert_tf.finetune.squad_head import answer_mask
 from albert_tf.finetune.tasks import get_task
+from tests.helpers import one_error_line
 
 FIXTURE = "albert_tf1_squad_v2"
 BEAM = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index")
@@ -159,3 +160,13 @@ def test_nbest_lists_are_the_originals(original, converted):
         for ours, theirs in zip(prediction.nbest, expected, strict=True):
             for name in ("probability", "start_log_prob", "end_log_prob"):
                 assert ours[name] == pytest.approx(theirs[name], abs=1e-5)
+
+
+def test_hugging_face_export_refuses_albert_s_head(converted, capsys):
+    from albert_tf.cli import main
+
+    directory, _, _ = converted
+    assert main(["export", "--finetuned", str(directory), "--hf"]) == 2
+    line = one_error_line(capsys.readouterr().err, "export")
+    assert "has ALBERT's SQuAD 2.0 head" in line and "--squad-head bert" in line
+    assert not (directory / "hf").exists()
