@@ -32,6 +32,7 @@ COMMANDS = (
     "predict",
     "convert",
     "export",
+    "serve",
     "params",
     "benchmark",
 )

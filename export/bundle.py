@@ -176,9 +176,10 @@ def export_finetuned(
     hf: bool = False,
     keras_hub: bool = False,
     tflite: bool = False,
+    triton: bool = False,
 ) -> dict[str, dict[str, Any] | None]:
     """`export --finetuned DIR`: the writers of `albert_tf.export.writers.FINETUNED_WRITERS` asked for,
-    each into its directory in `finetuned_dir` (`onnx/`, `hf/`, `keras_hub/`, `tflite/`), replacing an
+    each into its directory in `finetuned_dir` (`onnx/`, `hf/`, `keras_hub/`, `tflite/`, `triton/`), replacing an
     earlier one atomically; returns the reports by writer name.
 
     Every writer's check runs before the model is loaded (once, for all of them) and anything
@@ -187,7 +188,7 @@ def export_finetuned(
     """
     from albert_tf.finetune.predict import load_finetuned
 
-    asked = {"onnx": onnx, "hf": hf, "keras_hub": keras_hub, "tflite": tflite}
+    asked = {"onnx": onnx, "hf": hf, "keras_hub": keras_hub, "tflite": tflite, "triton": triton}
     writers = [w for w in FINETUNED_WRITERS if asked.get(w.name)]
     finetuned_dir = Path(finetuned_dir)
     source = ExportSource(finetuned_dir=finetuned_dir)

@@ -112,6 +112,9 @@ FINETUNED_WRITERS = (
     Writer("tflite", "tflite", "TFLite classifier", "finetuned", None,
            "albert_tf.export.tflite:write_tflite_classifier", "albert_tf.export.tflite:check_tflite_classifier",
            report=True),
+    Writer("triton", "triton", "Triton model repository", "finetuned", "onnx",
+           "albert_tf.export.triton.repository:write_triton", "albert_tf.export.onnx.writer:check_onnx",
+           report=True),
 )  # fmt: skip
 
 

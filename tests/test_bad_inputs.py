@@ -387,7 +387,7 @@ case("pretrain-data-is-a-text-file", "{src}/corpus.txt")(
     lambda s, t: pretrain(s, t, **{"--data": s.corpus})
 )
 case("pretrain-eval-data-missing", "{tmp}/nope.tfrecord")(
-    lambda s, t: pretrain(s, t, **{"--eval-data": missing(t / "nope.tfrecord")})
+    lambda s, t: pretrain(s, t, **{"--eval": missing(t / "nope.tfrecord")})
 )
 case("pretrain-config-missing", "{tmp}/nope.json")(
     lambda s, t: pretrain(s, t, **{"--config": missing(t / "nope.json")})
@@ -567,6 +567,14 @@ case("export-seq-length-zero", "--max-seq-length")(
 )
 case("export-from-hub-missing", "{tmp}/nope")(
     lambda s, t: export(s, t, **{"--checkpoint": ..., "--from-hub": missing(t / "nope")})
+)
+
+# serve (a repository is refused before the serving environment is looked for)
+case("serve-directory-missing", "{tmp}/nope")(lambda s, t: ["serve", str(missing(t / "nope"))])
+case("serve-no-repository", "{tmp}")(lambda s, t: ["serve", str(t)])
+case("serve-max-texts-zero", "--max-texts")(lambda s, t: ["serve", str(t), "--max-texts", "0"])
+case("serve-ports-equal", "--port")(
+    lambda s, t: ["serve", str(t), "--port", "9000", "--grpc-port", "9000"]
 )
 case("export-output-exists", "{tmp}/out")(lambda s, t: export(s, t, **{"--output": existing(t)}))
 

@@ -66,6 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "cased models)",
     )
     parser.add_argument(
+        "--triton",
+        action="store_true",
+        help="with --finetuned: also write DIR/triton/, a Triton model repository of the int8 "
+        "raw-string classifier (config.pbtxt with dynamic batching, model.py, model.onnx, "
+        'report.json), which `albert-tf serve DIR` serves; needs pip install -e ".[onnx]"',
+    )
+    parser.add_argument(
         "--finetuned",
         metavar="DIR",
         help="instead: export a `finetune` output beside DIR/serving/: with --onnx, the "
@@ -82,12 +89,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--overwrite",
         action="store_true",
         help="replace an existing --output (with --finetuned: DIR/onnx/, DIR/hf/, DIR/keras_hub/, "
-        "DIR/tflite/)",
+        "DIR/tflite/, DIR/triton/)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.onnx:
+    if args.onnx or args.triton:
         # First: the missing extra is one line, and onnxruntime-extensions must load before
         # TensorFlow (see export.onnx).
         import albert_tf.export.onnx  # noqa: F401
@@ -97,12 +104,14 @@ def run(args: argparse.Namespace) -> int:
     from albert_tf.io_utils import check_output_path
 
     if args.finetuned:
-        formats = {name: getattr(args, name) for name in ("onnx", "hf", "keras_hub", "tflite")}
+        formats = {
+            name: getattr(args, name) for name in ("onnx", "hf", "keras_hub", "tflite", "triton")
+        }
         if not any(formats.values()) or args.output or args.checkpoint or args.from_hub:
             raise ExportError(
-                "--finetuned DIR takes --onnx, --hf, --keras-hub and/or --tflite and writes "
-                "DIR/onnx/, DIR/hf/, DIR/keras_hub/, DIR/tflite/: no --output, --checkpoint or "
-                "--from-hub"
+                "--finetuned DIR takes --onnx, --hf, --keras-hub, --tflite and/or --triton and "
+                "writes DIR/onnx/, DIR/hf/, DIR/keras_hub/, DIR/tflite/, DIR/triton/: no "
+                "--output, --checkpoint or --from-hub"
             )
         # Every check before any folder is written.
         for folder, wanted in formats.items():
@@ -123,7 +132,13 @@ def run(args: argparse.Namespace) -> int:
         if "tflite" in reports:
             print(f"wrote {args.finetuned}/tflite")
             _print_agreement(reports["tflite"])
+        if "triton" in reports:
+            from albert_tf.export.triton.repository import describe_triton
+
+            print("\n".join(describe_triton(Path(args.finetuned) / "triton", reports["triton"])))
         return 0
+    if args.triton:
+        raise ExportError("--triton serves a fine-tuned classifier: use it with --finetuned DIR")
     if not args.output:
         raise ExportError("--output is required")
     check_output_path(args.output, args.overwrite)

@@ -1,0 +1,246 @@
+"""The KServe v2 HTTP front of `albert-tf serve` (see `albert_tf.export.triton.server`).
+
+`parse_request` checks a request body against the limits, `Front` answers the routes with
+aiohttp and forwards each accepted request to Triton on loopback in Triton's [n, 1] shapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from typing import Any
+
+from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
+
+from albert_tf.export.triton.model import TextError, check_text
+from albert_tf.export.triton.repository import MODEL_NAME, ServingConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class ServeOptions:
+    """How `albert-tf serve` serves (its flags).
+
+    Attributes:
+        host, port: where the KServe v2 HTTP front listens.
+        model_name: the model's name in the URLs.
+        grpc_port, metrics_port: Triton's own gRPC and metrics ports, on `host`.
+        triton_port: Triton's HTTP port, on 127.0.0.1 (the front's upstream).
+        max_body_bytes, max_texts, max_text_bytes, max_pending: the front's limits.
+        shutdown_grace: seconds between SIGTERM and refusing new requests (not-ready meanwhile).
+        drain_timeout: seconds the requests in flight may take to finish after that.
+        request_timeout: seconds one request may wait for Triton (504 after).
+        poll_seconds: how often the source repository is checked for a new model.
+        config: the served model's batching, queue, instances and threads.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    model_name: str = MODEL_NAME
+    grpc_port: int = 8001
+    metrics_port: int = 8002
+    triton_port: int = 8003
+    max_body_bytes: int = 1 << 20
+    max_texts: int = 64
+    max_text_bytes: int = 20_000
+    max_pending: int = 256
+    shutdown_grace: float = 1.0
+    drain_timeout: float = 30.0
+    request_timeout: float = 60.0
+    poll_seconds: float = 2.0
+    config: ServingConfig = ServingConfig()
+
+
+class RequestError(Exception):
+    """A request the front answers with `status` and `message`, without the model."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _text_input(tensor: Any, names: list[str], options: ServeOptions) -> tuple[str, list, list]:
+    """One input of a request: (name, shape, texts); RequestError for what it may not be."""
+    if not isinstance(tensor, dict) or tensor.get("name") not in names:
+        name = tensor.get("name") if isinstance(tensor, dict) else tensor
+        raise RequestError(400, f"unexpected input {name!r}: the model takes {', '.join(names)}")
+    name, shape, data = tensor["name"], tensor.get("shape"), tensor.get("data")
+    if tensor.get("datatype") != "BYTES":
+        raise RequestError(400, f"input {name!r} must have datatype BYTES")
+    if "parameters" in tensor and tensor["parameters"].get("binary_data_size") is not None:
+        raise RequestError(400, "binary tensor data is not taken: send the texts as JSON")
+    if not isinstance(data, list) or not isinstance(shape, list):
+        raise RequestError(400, f"input {name!r} needs a shape and a data list")
+    if shape not in ([len(data)], [len(data), 1]):
+        raise RequestError(400, f"input {name!r}: shape {shape} does not hold {len(data)} texts")
+    if len(data) > options.max_texts:
+        raise RequestError(413, f"{len(data)} texts: at most {options.max_texts} per request")
+    texts = []
+    for i, value in enumerate(data):
+        if not isinstance(value, str):
+            raise RequestError(400, f"input {name!r}: text {i} is not a string")
+        try:
+            text = check_text(value, i, "\x00")  # a NUL is the model's to read or refuse
+        except TextError as error:
+            raise RequestError(400, f"input {name!r}: {error}") from None
+        if len(text.encode("utf-8")) > options.max_text_bytes:
+            raise RequestError(413, f"text {i}: over {options.max_text_bytes} UTF-8 bytes")
+        texts.append(text)
+    return name, shape, texts
+
+
+def parse_request(body: bytes, names: list[str], options: ServeOptions) -> tuple[dict, list, Any]:
+    """A KServe v2 request body -> ({input: texts}, the shape of the first input, its id);
+    RequestError (400 or 413) for anything the model must not see."""
+    try:
+        request = json.loads(body)
+    except UnicodeDecodeError:
+        raise RequestError(400, "the request body is not valid UTF-8") from None
+    except ValueError as error:
+        raise RequestError(400, f"the request body is not JSON: {error}") from None
+    if not isinstance(request, dict) or not isinstance(request.get("inputs"), list):
+        raise RequestError(400, 'the request needs an "inputs" list')
+    texts, shape = {}, None
+    for tensor in request["inputs"]:
+        name, tensor_shape, values = _text_input(tensor, names, options)
+        texts[name] = values
+        shape = shape or tensor_shape
+    missing = [n for n in names if n not in texts]
+    if missing:
+        raise RequestError(400, f"input {missing[0]!r} is missing")
+    if len({len(v) for v in texts.values()}) > 1:
+        raise RequestError(400, f"inputs {', '.join(names)} differ in length")
+    return texts, shape, request.get("id")
+
+
+def _error(status: int, message: str, **headers: str) -> web.Response:
+    return web.json_response({"error": message}, status=status, headers=headers or None)
+
+
+class Front:
+    """The routes, over Triton at `upstream`; `ready`, `draining`, `closed` and `meta` (the
+    served model's report and version) are set by the server."""
+
+    def __init__(self, options: ServeOptions, upstream: str):
+        self.options = options
+        self.upstream = upstream
+        self.ready = False
+        self.draining = False  # not ready: SIGTERM came
+        self.closed = False  # refusing requests: the grace after SIGTERM is over
+        self.pending = 0
+        self.meta: dict[str, Any] = {}
+        self.session: ClientSession | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.options.max_body_bytes)
+        name = self.options.model_name
+        app.add_routes(
+            [
+                web.get("/v2/health/live", self.live),
+                web.get("/v2/health/ready", self.health_ready),
+                web.get(f"/v2/models/{name}", self.metadata),
+                web.get(f"/v2/models/{name}/ready", self.health_ready),
+                web.post(f"/v2/models/{name}/infer", self.infer),
+            ]
+        )
+        app.on_startup.append(self._open)
+        app.on_cleanup.append(self._close)
+        return app
+
+    async def _open(self, app: web.Application) -> None:
+        self.session = ClientSession(
+            connector=TCPConnector(limit=self.options.max_pending),
+            timeout=ClientTimeout(total=self.options.request_timeout),
+        )
+
+    async def _close(self, app: web.Application) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+    async def live(self, request: web.Request) -> web.Response:
+        return web.json_response({"live": True})
+
+    async def health_ready(self, request: web.Request) -> web.Response:
+        ready = self.ready and not self.draining
+        return web.json_response({"ready": ready}, status=200 if ready else 503)
+
+    async def metadata(self, request: web.Request) -> web.Response:
+        k = len(self.meta.get("labels", []))
+        tensors = [{"name": n, "datatype": "BYTES", "shape": [-1]} for n in self.meta["inputs"]]
+        return web.json_response(
+            {
+                "name": self.options.model_name,
+                "platform": "albert-tf",
+                "inputs": tensors,
+                "outputs": [
+                    {"name": "label", "datatype": "BYTES", "shape": [-1]},
+                    {"name": "probabilities", "datatype": "FP32", "shape": [-1, k]},
+                ],
+                "labels": self.meta.get("labels", []),
+            }
+        )
+
+    async def infer(self, request: web.Request) -> web.Response:
+        """Sheds, checks, forwards; the pending count is released whatever happens."""
+        if self.closed or not self.ready:
+            return _error(503, "the server is not ready", **{"Retry-After": "1"})
+        if self.pending >= self.options.max_pending:
+            return _error(503, "too many requests in flight", **{"Retry-After": "1"})
+        self.pending += 1
+        try:
+            too_large = RequestError(413, f"body over {self.options.max_body_bytes} bytes")
+            length = request.content_length
+            if length is not None and length > self.options.max_body_bytes:
+                raise too_large
+            try:
+                body = await request.read()
+            except web.HTTPRequestEntityTooLarge:
+                raise too_large from None
+            texts, shape, request_id = parse_request(body, self.meta["inputs"], self.options)
+            return await self._forward(texts, shape, request_id)
+        except RequestError as error:
+            return _error(error.status, str(error))
+        finally:
+            self.pending -= 1
+
+    async def _forward(self, texts: dict[str, list], shape: list, request_id: Any) -> web.Response:
+        """Triton's answer to `texts`, in the request's shapes (an empty batch: no call)."""
+        n = len(next(iter(texts.values())))
+        labels, rows, version = [], [], self.meta.get("version")
+        if n:
+            body = {
+                "inputs": [
+                    {"name": name, "datatype": "BYTES", "shape": [n, 1], "data": values}
+                    for name, values in texts.items()
+                ]
+            }
+            url = f"{self.upstream}/v2/models/{self.options.model_name}/infer"
+            try:
+                async with self.session.post(url, json=body) as response:
+                    answer = await response.json(content_type=None)
+                    status = response.status
+            except (ClientError, asyncio.TimeoutError, ValueError) as error:
+                return _error(
+                    503 if not isinstance(error, asyncio.TimeoutError) else 504,
+                    f"Triton did not answer: {type(error).__name__}",
+                )
+            if status != 200:
+                return _error(status if status in (400, 503) else 500, answer.get("error", ""))
+            outputs = {o["name"]: o for o in answer["outputs"]}
+            labels, probabilities = outputs["label"]["data"], outputs["probabilities"]["data"]
+            k = outputs["probabilities"]["shape"][1]
+            rows = [probabilities[i * k : (i + 1) * k] for i in range(n)]
+            version = answer.get("model_version", version)
+        k = len(self.meta.get("labels", []))
+        result = {
+            "model_name": self.options.model_name,
+            "model_version": str(version),
+            "outputs": [
+                {"name": "label", "datatype": "BYTES", "shape": shape, "data": labels},
+                {"name": "probabilities", "datatype": "FP32", "shape": [n, k],
+                 "data": [p for row in rows for p in row]},
+            ],
+        }  # fmt: skip
+        if request_id is not None:
+            result["id"] = request_id
+        return web.json_response(result)

@@ -1,0 +1,284 @@
+"""`albert-tf serve`: a Triton server on one machine, behind a KServe v2 HTTP front.
+
+Triton (`albert_tf.export.triton.environment`) serves a private copy of the model repository on
+loopback; the front, on `--host`/`--port`, is what clients reach:
+
+- `POST /v2/models/NAME/infer` with `text` (and `text_pair`) BYTES [n] or [n, 1] returns `label`
+  BYTES and `probabilities` FP32 [n, k], shaped as the request's texts; an empty batch gets
+  empty outputs without reaching Triton;
+- `GET /v2/health/live`, `/v2/health/ready` (200 once the model is loaded, 503 while stopping),
+  `/v2/models/NAME` and `/v2/models/NAME/ready`.
+
+The front refuses, before the model runs: a body over `max_body_bytes` (413), more than
+`max_texts` texts or a text over `max_text_bytes` UTF-8 bytes (413), malformed JSON, a missing,
+unknown or mistyped input, a text that is not UTF-8 or holds a lone surrogate (400), and a
+request beyond `max_pending` in flight (503, as Triton's own bounded queue answers). Triton 2.51
+answers malformed JSON with 500 and has no request-size limit, hence the front. gRPC and metrics
+are Triton's own, on `--grpc-port` and `--metrics-port` of `--host`, without the front's limits.
+
+On SIGTERM (or SIGINT) the front reports not-ready at once, keeps answering for
+`shutdown_grace` seconds (while load balancers take it out), refuses new requests (503), lets
+the requests in flight finish within `drain_timeout`, stops Triton and exits 0. A changed
+source repository (`export --finetuned DIR --triton` again) is staged as the next version and
+loaded while the old one serves: Triton moves to the new version when it is ready and no
+request fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from albert_tf.errors import ExportError
+from albert_tf.export.triton.environment import ServeEnv, server_environ
+from albert_tf.export.triton.front import Front, ServeOptions
+from albert_tf.export.triton.repository import CONFIG_FILE, MODEL_NAME, VERSION, config_pbtxt
+
+# === The private repository ===
+
+
+def _source_state(source: Path) -> tuple:
+    """What says the source repository changed: every file's name, size and mtime."""
+    files = sorted(p for p in source.rglob("*") if p.is_file())
+    return tuple(
+        (str(p.relative_to(source)), p.stat().st_size, p.stat().st_mtime_ns) for p in files
+    )
+
+
+class PrivateRepository:
+    """Triton's model repository: a copy of the source's model under `model_name`, one version
+    directory per model staged, the config written with the serve options' settings."""
+
+    def __init__(self, source: Path, root: Path, options: ServeOptions):
+        self.source = source
+        self.model_dir = root / options.model_name
+        self.options = options
+        self.version = 0
+        self.meta: dict[str, Any] = {}
+
+    def stage(self) -> int:
+        """Copies the source's model as the next version; returns it. ExportError if the
+        source is incomplete (it may be being replaced: the caller tries again)."""
+        model = self.source / MODEL_NAME
+        files = list((model / VERSION).iterdir()) if (model / VERSION).is_dir() else []
+        report_file = self.source / "report.json"
+        if not files or not report_file.is_file() or not (model / CONFIG_FILE).is_file():
+            raise ExportError(f"{self.source} is not a complete model repository")
+        meta = json.loads(report_file.read_text(encoding="utf-8"))
+        version = self.model_dir / str(self.version + 1)
+        shutil.rmtree(version, ignore_errors=True)
+        version.mkdir(parents=True)
+        for path in files:
+            shutil.copyfile(path, version / path.name)
+        (self.model_dir / CONFIG_FILE).write_text(
+            config_pbtxt(
+                self.options.model_name,
+                meta["inputs"],
+                len(meta["labels"]),
+                self.options.config,
+                chr(int(meta["nul_substitute"], 16)) if meta.get("nul_substitute") else "",
+            ),
+            encoding="utf-8",
+        )
+        self.version += 1
+        self.meta = meta
+        return self.version
+
+    def prune(self) -> None:
+        """Removes the version directories before the current one."""
+        for path in self.model_dir.iterdir():
+            if path.is_dir() and path.name.isdigit() and int(path.name) < self.version:
+                shutil.rmtree(path, ignore_errors=True)
+
+
+# === Triton ===
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the parent dies (Linux), so no Triton outlives `serve`."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def start_triton(env: ServeEnv, repository: Path, options: ServeOptions, log: Path) -> Any:
+    """Starts tritonserver on `repository` (explicit model control, the model loaded at
+    start) in a session of its own, its output in `log`; returns the Popen."""
+    command = [
+        str(env.tritonserver),
+        f"--model-repository={repository}",
+        f"--backend-directory={env.backends}",
+        "--model-control-mode=explicit",
+        f"--load-model={options.model_name}",
+        "--http-address=127.0.0.1",
+        f"--http-port={options.triton_port}",
+        f"--grpc-address={options.host}",
+        f"--grpc-port={options.grpc_port}",
+        f"--metrics-address={options.host}",
+        f"--metrics-port={options.metrics_port}",
+        f"--exit-timeout-secs={max(1, int(options.drain_timeout))}",
+        "--strict-readiness=true",
+        "--log-verbose=0",
+    ]
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=server_environ(env),
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+
+def stop_triton(process: Any, timeout: float) -> None:
+    """SIGTERM, then SIGKILL after `timeout` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _tail(log: Path, lines: int = 5) -> str:
+    text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    kept = [line for line in text.splitlines() if line.strip() and not line.startswith(("+", "|"))]
+    return " / ".join(kept[-lines:])
+
+
+# === Serving ===
+
+
+async def _get(front: Front, path: str) -> int:
+    """The status of GET `path` on Triton (0 when it does not answer)."""
+    try:
+        async with front.session.get(front.upstream + path) as response:
+            return response.status
+    except Exception:  # noqa: BLE001 (any failure to answer is "not yet")
+        return 0
+
+
+async def _wait_loaded(front: Front, process: Any, log: Path, timeout: float) -> None:
+    """Returns once Triton's model is ready; ExportError when Triton exits or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while await _get(front, f"/v2/models/{front.options.model_name}/ready") != 200:
+        if process.poll() is not None:
+            raise ExportError(f"tritonserver exited ({process.returncode}): {_tail(log)}")
+        if time.monotonic() > deadline:
+            raise ExportError(
+                f"tritonserver did not load the model in {timeout:.0f}s: {_tail(log)}"
+            )
+        await asyncio.sleep(0.2)
+
+
+async def _load(front: Front, repository: PrivateRepository, log) -> bool:
+    """Stages the source's model as the next version and has Triton load it (the old version
+    serves until the new one is ready); whether it now serves."""
+    try:
+        version = repository.stage()
+    except (ExportError, OSError, ValueError, KeyError) as error:
+        log(f"not loaded, kept version {repository.version - 1 or 1}: {error}")
+        return False
+    url = f"{front.upstream}/v2/repository/models/{front.options.model_name}/load"
+    async with front.session.post(url, json={}) as response:
+        ok = response.status == 200
+        detail = "" if ok else (await response.text())[:300]
+    if ok:
+        front.meta = {**repository.meta, "version": version}
+        repository.prune()
+        log(f"now serving version {version} of {repository.source}")
+    else:
+        log(f"Triton did not load version {version}: {detail}")
+    return ok
+
+
+async def _watch(front: Front, repository: PrivateRepository, log) -> None:
+    """Loads the source repository again each time it changed and then held still for one
+    poll (`export` replaces it whole, but may be caught between its two renames)."""
+    loaded = seen = _source_state(repository.source)
+    while True:
+        await asyncio.sleep(front.options.poll_seconds)
+        with contextlib.suppress(OSError):
+            state = _source_state(repository.source)
+            if state != loaded and state == seen and state:
+                await _load(front, repository, log)
+                loaded = state
+            seen = state
+
+
+async def _drain(front: Front) -> bool:
+    """SIGTERM's sequence up to Triton's stop: not ready, the grace, refusal, the requests in
+    flight finished; whether they all finished within the drain timeout."""
+    front.draining = True
+    await asyncio.sleep(front.options.shutdown_grace)
+    front.closed = True
+    deadline = time.monotonic() + front.options.drain_timeout
+    while front.pending and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return front.pending == 0
+
+
+async def _serve(env: ServeEnv, source: Path, options: ServeOptions, log) -> int:
+    from aiohttp import web
+
+    with tempfile.TemporaryDirectory(prefix="albert-tf-serve-") as tmp:
+        repository = PrivateRepository(source, Path(tmp) / "repository", options)
+        repository.stage()
+        triton_log = Path(tmp) / "tritonserver.log"
+        process = start_triton(env, Path(tmp) / "repository", options, triton_log)
+        front = Front(options, f"http://127.0.0.1:{options.triton_port}")
+        # The requests in flight are drained before the runner stops: what is left then is a
+        # connection with no request in it, which need not hold the exit up.
+        runner = web.AppRunner(front.app(), access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, options.host, options.port, backlog=1024).start()
+            await _wait_loaded(front, process, triton_log, timeout=300)
+            front.meta = {**repository.meta, "version": repository.version}
+            front.ready = True
+            log(
+                f"serving {options.model_name} from {source} at "
+                f"http://{options.host}:{options.port}/v2/models/{options.model_name}/infer "
+                f"(KServe v2; Triton gRPC {options.host}:{options.grpc_port}, metrics "
+                f"{options.host}:{options.metrics_port})"
+            )
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            watcher = asyncio.create_task(_watch(front, repository, log))
+            died = asyncio.create_task(asyncio.to_thread(process.wait))
+            await asyncio.wait(
+                [asyncio.create_task(stop.wait()), died], return_when="FIRST_COMPLETED"
+            )
+            watcher.cancel()
+            if died.done():
+                raise ExportError(
+                    f"tritonserver exited ({process.returncode}): {_tail(triton_log)}"
+                )
+            log("stopping: not ready; finishing the requests in flight")
+            drained = await _drain(front)
+        finally:
+            await runner.cleanup()
+            stop_triton(process, timeout=10)
+    log("stopped" if drained else f"stopped with {front.pending} requests unfinished")
+    return 0 if drained else 1
+
+
+def serve(source: Path, options: ServeOptions, env: ServeEnv, log=None) -> int:
+    """Serves the model repository `source` (`repository.find_repository`) until SIGTERM or
+    SIGINT; the exit code (0: every request in flight was answered)."""
+    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    return asyncio.run(_serve(env, source, options, log))
