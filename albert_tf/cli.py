@@ -6,15 +6,18 @@ import TensorFlow inside `run`, so `--help` stays fast. A user mistake surfaces 
 
 One name per concept across the commands (docs/reference/cli.md, "Names"): `--init` is where
 training starts (finetune, pretrain), `--checkpoint` a model a command reads (evaluate, export,
-predict), `--max-seq-length` the length token sequences are cut or padded to, `--train-steps` a
-count of training steps, `--output` what a command writes. `DEPRECATED` keeps the old names
-working: hidden from help, and one line on stderr when used.
+predict), `--eval` held-out data (finetune, pretrain, evaluate) and `--max-eval-examples` a cap
+on it, `--max-seq-length` the length token sequences are cut or padded to, `--train-steps` a
+count of training steps, `--output` what a command writes. A command declares an old name as
+an alias of the new one (`add_argument("--eval", "--eval-data", ...)`); `DEPRECATED` lists
+the old names: hidden from help, and one line on stderr when used.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import importlib.util
 import os
@@ -29,6 +32,7 @@ COMMANDS = (
     "evaluate",
     "check",
     "finetune",
+    "distill",
     "predict",
     "convert",
     "export",
@@ -38,10 +42,12 @@ COMMANDS = (
 )
 
 
-# Old option names, per command, and the name that replaced them.
+# Old option names, per command, and the name that replaced them (each command's parser declares
+# the old name as an alias of the new: tests/test_cli.py checks that).
 DEPRECATED = {
     "quickstart": {"--out": "--output"},
-    "pretrain": {"--init-checkpoint": "--init"},
+    "pretrain": {"--init-checkpoint": "--init", "--eval-data": "--eval"},
+    "evaluate": {"--data": "--eval", "--max-examples": "--max-eval-examples"},
     "check": {"--seq-length": "--max-seq-length"},
     "finetune": {"--max-steps": "--train-steps"},
     "predict": {"--model": "--checkpoint"},
@@ -69,19 +75,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def visible_options(action: argparse.Action) -> list[str]:
-    """An option's names less its deprecated aliases (what help and the reference show)."""
-    hidden = {old for names in DEPRECATED.values() for old in names}
+def visible_options(action: argparse.Action, command: str) -> list[str]:
+    """The names of `command`'s option `action` less its deprecated aliases (what help and
+    the reference show)."""
+    hidden = DEPRECATED.get(command, {})
     return [o for o in action.option_strings if o not in hidden]
 
 
 class _HelpFormatter(argparse.HelpFormatter):
     """Help without deprecated aliases, and with every default that is not already stated."""
 
+    def __init__(self, prog: str, *args, command: str, **kwargs) -> None:
+        super().__init__(prog, *args, **kwargs)
+        self.command = command
+
     def _format_action_invocation(self, action: argparse.Action) -> str:
         if not action.option_strings:
             return super()._format_action_invocation(action)
-        shown = argparse.Action(visible_options(action), action.dest, nargs=action.nargs)
+        names = visible_options(action, self.command)
+        shown = argparse.Action(names, action.dest, nargs=action.nargs)
         shown.metavar, shown.choices = action.metavar, action.choices
         return super()._format_action_invocation(shown)
 
@@ -91,18 +103,6 @@ class _HelpFormatter(argparse.HelpFormatter):
         if stated or action.default in (None, argparse.SUPPRESS) or not action.option_strings:
             return text
         return f"{text} (default: %(default)s)"
-
-
-def _deprecate(parser: argparse.ArgumentParser, old: str, new: str) -> None:
-    """Makes `new` the name of the option now called `old`, which stays as a hidden alias."""
-    action = parser._option_string_actions[old]
-    if new not in action.option_strings:
-        if action.metavar is None and action.nargs != 0 and not action.choices:
-            action.metavar = new.lstrip("-").upper().replace("-", "_")
-        action.option_strings = [new, *(o for o in action.option_strings if o != old), old]
-        parser._option_string_actions[new] = action
-    else:
-        action.option_strings = [*(o for o in action.option_strings if o != old), old]
 
 
 def deprecation_notes(argv: list[str]) -> list[str]:
@@ -130,11 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     for command in available_commands():
         module = _module(command)
         sub = subparsers.add_parser(
-            command, help=module.HELP, description=module.HELP, formatter_class=_HelpFormatter
+            command,
+            help=module.HELP,
+            description=module.HELP,
+            formatter_class=functools.partial(_HelpFormatter, command=command),
         )
         module.add_arguments(sub)
-        for old, new in DEPRECATED.get(command, {}).items():
-            _deprecate(sub, old, new)
         if "--quiet" not in sub._option_string_actions:
             sub.add_argument("--quiet", action="store_true", help="no progress bars")
         sub.add_argument(

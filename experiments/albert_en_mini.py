@@ -170,7 +170,7 @@ def pretrain(work: Path, paths: dict[str, Path], minutes: float | None) -> None:
     config.write_text(json.dumps(CONFIG, indent=2) + "\n")
     args = [
         "pretrain", "--data", str(paths["records_train"] / "*.tfrecord"),
-        "--eval-data", str(paths["records_heldout"] / "*.tfrecord"),
+        "--eval", str(paths["records_heldout"] / "*.tfrecord"),
         "--config", str(config), "--sp-model", str(paths["spm"]),
         "--output", str(work / "run"),
         "--train-steps", str(RUN["train_steps"]), "--batch-size", str(RUN["batch_size"]),

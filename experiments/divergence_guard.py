@@ -41,7 +41,7 @@ def run_arm(name: str, extra: list[str], config: Path, args) -> dict:
     command = [
         sys.executable, "-m", "albert_tf.cli", "pretrain",
         "--data", str(WORK / "records_train" / "*.tfrecord"),
-        "--eval-data", str(WORK / "records_heldout" / "*.tfrecord"),
+        "--eval", str(WORK / "records_heldout" / "*.tfrecord"),
         "--max-eval-examples", "1024", "--config", str(config),
         "--sp-model", str(WORK / "spm.model"), "--output", str(run),
         "--train-steps", str(args.train_steps), "--batch-size", "32",

@@ -14,7 +14,7 @@ pretraining on 2 cores; experiments/README.md has the figures):
       --max-predictions 10 --learning-rate 0.004 --warmup-steps 1000 --train-steps 24000 \
       --eval-every 2000 --save-every 2000 --minutes 55
   cd data/pretrain_english-wordnet
-  albert-tf pretrain --data 'records_train/*.tfrecord' --eval-data 'records_heldout/*.tfrecord' \
+  albert-tf pretrain --data 'records_train/*.tfrecord' --eval 'records_heldout/*.tfrecord' \
       --max-eval-examples 2048 --config run/albert_config.json --init run \
       --output run_cont2 --train-steps 22000 --batch-size 32 --learning-rate 0.002 \
       --warmup-steps 500 --save-every 2000 --eval-every 4000 --seed 4

@@ -76,7 +76,7 @@ def run_arm(work: Path, dtype: str, step: str, seed: int, steps: int) -> dict:
     shutil.rmtree(output, ignore_errors=True)  # an arm killed midway starts again
     settings = PretrainSettings(
         data=str(data),
-        eval_data=str(heldout),
+        eval=str(heldout),
         config=config,
         output=str(output),
         train_steps=steps,

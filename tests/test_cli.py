@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from albert_tf.cli import COMMANDS, available_commands
+from albert_tf.cli import COMMANDS, DEPRECATED, available_commands, build_parser, main
 
 
 def test_every_command_is_installed():
@@ -37,6 +37,8 @@ SYNONYMS = (
     {"--train-steps", "--max-steps"},
     {"--output", "--out"},
     {"--quiet", "--no-progress"},
+    {"--eval", "--eval-data"},
+    {"--max-eval-examples", "--max-examples"},
 )
 
 
@@ -49,7 +51,7 @@ def test_every_option_has_help_and_one_name_per_concept():
     for command, sub in _subparsers().items():
         for action in sub._actions:
             assert action.help, f"albert-tf {command}: {action.option_strings} has no help"
-            names = visible_options(action)
+            names = visible_options(action, command)
             # one name, but -h/--help and a switch's two polarities (--x/--no-x) are one option
             assert (
                 len(names) <= 1
@@ -65,6 +67,14 @@ def test_every_option_has_help_and_one_name_per_concept():
         assert "--quiet" in sub._option_string_actions, command
     for names in SYNONYMS:
         assert len(names & shown) <= 1, f"one concept, several names: {sorted(names & shown)}"
+
+
+def test_each_deprecated_name_is_an_alias_of_its_replacement():
+    subparsers = _subparsers()
+    for command, renamed in DEPRECATED.items():
+        actions = subparsers[command]._option_string_actions
+        for old, new in renamed.items():
+            assert actions[old] is actions[new], (command, old, new)
 
 
 def test_help_shows_defaults_and_hides_deprecated_names():
@@ -83,6 +93,36 @@ def test_a_deprecated_name_works_and_says_so(capsys):
     assert deprecation_notes(["export", "--seq-length=16"]) == [
         "albert-tf export: --seq-length is deprecated, use --max-seq-length"
     ]
+
+
+def test_held_out_data_is_eval_on_every_command():
+    for command in ("pretrain", "evaluate", "finetune"):
+        result = subprocess.run(
+            [sys.executable, "-m", "albert_tf.cli", command, "--help"],
+            capture_output=True,
+            text=True,
+        )
+        assert "--eval " in result.stdout, command
+        assert "--eval-data" not in result.stdout and "--max-examples" not in result.stdout
+    parser = build_parser()
+    pretrain = ["pretrain", "--data", "t", "--output", "o", "--train-steps", "1"]
+    args = parser.parse_args([*pretrain, "--batch-size", "2", "--eval-data", "h"])
+    assert (args.eval, args.init, args.seed, args.keep) == ("h", None, 12345, 3)
+    args = parser.parse_args(
+        ["evaluate", "--checkpoint", "c", "--data", "h", "--max-examples", "7"]
+    )
+    assert (args.eval, args.max_eval_examples) == ("h", 7)
+
+
+def test_an_old_name_prints_one_deprecation_line(tmp_path, capsys):
+    # evaluate refuses the missing checkpoint after parsing: exit 2, and one line says each
+    # old name's replacement.
+    argv = ["evaluate", "--checkpoint", str(tmp_path / "none"), "--data", str(tmp_path / "h")]
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "albert-tf evaluate: --data is deprecated, use --eval"
+    assert sum("deprecated" in line for line in lines) == 1
+    assert lines[-1].startswith("albert-tf evaluate: error: ")
 
 
 def test_version():

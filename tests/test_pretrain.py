@@ -44,7 +44,7 @@ def _run(corpus, output, **kwargs):
         eval_every=100,
         log_every=1,
         dtype="float32",
-        eval_data=corpus["eval"],
+        eval=corpus["eval"],
         progress=False,
     )
     settings.update(kwargs)
@@ -104,8 +104,12 @@ def test_checkpoint_loads_with_the_core_reader(first_run):
 
 def test_same_run_resumes_and_another_run_is_refused(corpus, tmp_path):
     output = tmp_path / "run"
-    _run(corpus, output, train_steps=2, eval_data=None)
-    resumed = _run(corpus, output, train_steps=3, eval_data=None)
+    _run(corpus, output, train_steps=2, eval=None)
+    # A run directory written before the settings took the flags' names resumes too.
+    record = json.loads((output / "pretrain_run.json").read_text())
+    record["eval_data"], record["init_checkpoint"] = record.pop("eval"), record.pop("init")
+    (output / "pretrain_run.json").write_text(json.dumps(record))
+    resumed = _run(corpus, output, train_steps=3, eval=None)
     assert resumed.step == 3 and [h["step"] for h in resumed.train_history] == [3]
     with pytest.raises(OutputError, match="holds another run"):
         pretrain(
@@ -121,9 +125,32 @@ def test_same_run_resumes_and_another_run_is_refused(corpus, tmp_path):
         _run(corpus, output, batch_size=2)
 
 
+def test_settings_take_the_flags_names_and_the_old_ones_with_a_warning(corpus):
+    from albert_tf.cli import build_parser
+    from albert_tf.pretraining.settings import cli_defaults
+
+    with pytest.warns(FutureWarning) as caught:
+        old = PretrainSettings(
+            corpus["train"], CONFIG, "o", 1, 4, eval_data="h", init_checkpoint="c"
+        )
+    assert [str(w.message).partition(" is")[0] for w in caught] == [
+        "PretrainSettings(eval_data=...)",
+        "PretrainSettings(init_checkpoint=...)",
+    ]
+    assert (old.eval, old.init) == ("h", "c")
+    assert old.record()["eval"] == "h" and old.record()["init"] == "c"
+    assert "eval_data" not in old.record() and "init_checkpoint" not in old.record()
+    # Each default is written once, in the settings; the flags read it from there.
+    args = build_parser().parse_args(
+        ["pretrain", "--data", "d", "--output", "o", "--train-steps", "1", "--batch-size", "4"]
+    )
+    assert cli_defaults()["learning_rate"] == 0.00176 and cli_defaults()["keep"] == 3
+    assert {k: getattr(args, k) for k in cli_defaults()} == cli_defaults()
+
+
 def test_init_checkpoint_starts_from_its_weights(corpus, first_run, tmp_path):
     source, source_result = first_run
-    result = _run(corpus, tmp_path / "continued", init_checkpoint=str(source), train_steps=1)
+    result = _run(corpus, tmp_path / "continued", init=str(source), train_steps=1)
     start = result.eval_history[0]
     assert start["step"] == 0
     for key in ("loss", "mlm_accuracy", "sop_accuracy"):

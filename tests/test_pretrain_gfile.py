@@ -83,7 +83,7 @@ def _run(ram, output, **kwargs):
 
 def test_pretrain_writes_and_resumes_a_ram_run(ram, fixtures_dir):
     output = join(ram["root"], "run")
-    result = _run(ram, output, eval_data=ram["eval"], sp_model=ram["sp_model"])
+    result = _run(ram, output, eval=ram["eval"], sp_model=ram["sp_model"])
     assert result.step == 2 and result.output_dir == output
     assert [e["step"] for e in result.eval_history] == [0, 2]
     assert read_config(join(output, "albert_config.json")) == CONFIG
@@ -105,7 +105,7 @@ def test_pretrain_writes_and_resumes_a_ram_run(ram, fixtures_dir):
     assert gfile.exists(join(output, "albert_config.json"))
 
     # A ram:// run is also an init checkpoint; its spm.model comes along to the new run.
-    continued = _run(ram, join(ram["root"], "continued"), init_checkpoint=output, train_steps=1)
+    continued = _run(ram, join(ram["root"], "continued"), init=output, train_steps=1)
     assert continued.step == 1
     assert gfile.GFile(join(ram["root"], "continued", "spm.model"), "rb").read() == spm
 

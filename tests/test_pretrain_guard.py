@@ -191,7 +191,7 @@ def test_a_run_that_learns_no_context_says_so(corpus, tmp_path, capsys):
     config = tmp_path / "config.json"
     CONFIG.to_json_file(config)
     output = tmp_path / "run"
-    args = ["pretrain", "--data", corpus, "--eval-data", corpus, "--config", str(config)]
+    args = ["pretrain", "--data", corpus, "--eval", corpus, "--config", str(config)]
     args += ["--output", str(output), "--train-steps", "8", "--batch-size", "4", "--quiet"]
     assert cli_main(args) == 0
     err = capsys.readouterr().err

@@ -54,7 +54,7 @@ def _pretrain(data, output, train, eval_data, **kwargs):
         eval_every=100,
         log_every=1,
         dtype="float32",
-        eval_data=data[eval_data],
+        eval=data[eval_data],
         progress=False,
     )
     settings.update(kwargs)

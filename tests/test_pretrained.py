@@ -105,7 +105,7 @@ def test_evaluate_and_export_take_the_name(tmp_path, capsys):
         tmp_path / "heldout.tfrecord", 8, vocab_size=config.vocab_size, seed=5
     )
     report = tmp_path / "eval.json"
-    args = ["evaluate", "--checkpoint", NAME, "--data", str(tmp_path / "heldout.tfrecord")]
+    args = ["evaluate", "--checkpoint", NAME, "--eval", str(tmp_path / "heldout.tfrecord")]
     assert cli_main([*args, "--json", str(report)]) == 0
     assert json.loads(report.read_text())["num_examples"] == 8
     assert cli_main(["export", "--checkpoint", NAME, "--output", str(tmp_path / "hub")]) == 0

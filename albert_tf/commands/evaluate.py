@@ -19,15 +19,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "ckpt-N prefix in one",
     )
     parser.add_argument(
+        "--eval",
         "--data",
         required=True,
+        metavar="GLOB",
         help="glob(s) of create-pretraining-data TFRecords, comma-separated; their "
         "metadata.json names the sentence task (sop, nsp or none)",
     )
     parser.add_argument("--json", help="also write the result to this JSON file (atomically)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json")
     parser.add_argument("--batch-size", type=int, default=32, help="evaluation batch (default 32)")
-    parser.add_argument("--max-examples", type=int, help="evaluate the first N examples only")
+    parser.add_argument(
+        "--max-eval-examples",
+        "--max-examples",
+        type=int,
+        metavar="N",
+        help="evaluate the first N examples of --eval only",
+    )
     parser.add_argument(
         "--dtype", default="float32", choices=DTYPE_CHOICES, help="compute dtype of the model"
     )
@@ -42,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.json, args.overwrite, "--json")
     result = evaluate(
         args.checkpoint,
-        args.data,
+        args.eval,
         batch_size=args.batch_size,
-        max_examples=args.max_examples,
+        max_examples=args.max_eval_examples,
         dtype=args.dtype,
         progress=not args.quiet and sys.stderr.isatty(),
     )

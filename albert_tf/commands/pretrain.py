@@ -14,14 +14,13 @@ import argparse
 import os
 import sys
 
-from albert_tf.pretraining.guard import DEFAULT_MAX_ROLLBACKS, DEFAULT_SPIKE_FACTOR
 from albert_tf.pretraining.settings import (
-    DEFAULT_GRACE_SECONDS,
     DEFAULT_STEPS_PER_LOOP,
     DTYPE_CHOICES,
     JIT_CHOICES,
     STRATEGY_CHOICES,
     PretrainSettings,
+    cli_defaults,
 )
 
 HELP = "Pretrain (or resume pretraining) an ALBERT on TFRecord shards (MLM + SOP/NSP, LAMB)."
@@ -42,14 +41,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="run directory (a checkpoint dir, local or gs://); resumed if it holds this run",
     )
-    parser.add_argument("--eval-data", help="glob(s) of held-out TFRecords")
     parser.add_argument(
-        "--max-eval-examples", type=int, help="evaluate on at most this many held-out examples"
+        "--eval",
+        "--eval-data",
+        metavar="GLOB",
+        help="glob(s) of held-out TFRecords, comma-separated",
+    )
+    parser.add_argument(
+        "--max-eval-examples",
+        type=int,
+        metavar="N",
+        help="evaluate on at most this many --eval examples",
     )
     parser.add_argument(
         "--init",
         "--init-checkpoint",
-        dest="init_checkpoint",
         metavar="DIR",
         help="checkpoint directory (or a shipped model's name, e.g. albert_en_mini) to continue "
         "pretraining from (default: random weights)",
@@ -60,36 +66,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--learning-rate",
         type=float,
-        default=0.00176,
         help="LAMB's peak learning rate, decayed linearly to 0 (the original's for batch 4096)",
     )
-    parser.add_argument(
-        "--warmup-steps", type=int, default=0, help="steps over which the rate rises from 0"
-    )
-    parser.add_argument("--save-every", type=int, default=1000, help="checkpoint interval (steps)")
-    parser.add_argument("--keep", type=int, default=3, help="checkpoints to keep (at least 2)")
-    parser.add_argument("--eval-every", type=int, default=1000, help="evaluation interval (steps)")
-    parser.add_argument("--log-every", type=int, default=100, help="summary interval (steps)")
+    parser.add_argument("--warmup-steps", type=int, help="steps over which the rate rises from 0")
+    parser.add_argument("--save-every", type=int, help="checkpoint interval (steps)")
+    parser.add_argument("--keep", type=int, help="checkpoints to keep (at least 2)")
+    parser.add_argument("--eval-every", type=int, help="evaluation interval (steps)")
+    parser.add_argument("--log-every", type=int, help="summary interval (steps)")
     parser.add_argument(
         "--strategy",
-        default="default",
         choices=STRATEGY_CHOICES,
         help="tf.distribute strategy (default: the one for the devices TensorFlow sees)",
     )
     parser.add_argument("--tpu", help="TPU name or grpc:// address (with --strategy tpu)")
     parser.add_argument(
         "--dtype",
-        default="auto",
         choices=DTYPE_CHOICES,
         help="compute dtype (auto: the machine's best)",
     )
-    parser.add_argument(
-        "--seed", type=int, default=12345, help="seed of the weights and the data order"
-    )
+    parser.add_argument("--seed", type=int, help="seed of the weights and the data order")
     parser.add_argument(
         "--minutes", type=float, help="stop after this much wall time (saving a checkpoint)"
     )
     _add_loop_arguments(parser)
+    parser.set_defaults(**cli_defaults())
 
 
 def _add_loop_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,12 +103,10 @@ def _add_loop_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grad-accum-steps",
         type=int,
-        default=1,
         help="accumulate gradients over K micro-batches of batch-size/replicas/K per update",
     )
     parser.add_argument(
         "--jit-compile",
-        default="auto",
         choices=JIT_CHOICES,
         help="XLA for the replica step (auto: on for TPU and GPU, off on the CPU)",
     )
@@ -118,7 +116,6 @@ def _add_loop_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--preemption-grace",
         type=float,
-        default=DEFAULT_GRACE_SECONDS,
         metavar="SECONDS",
         help="seconds between SIGTERM and the kill: loops are cut so that one loop and a "
         "checkpoint save fit in it (on SIGTERM the run saves at the end of its loop and exits "
@@ -127,7 +124,6 @@ def _add_loop_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--spike-factor",
         type=float,
-        default=DEFAULT_SPIKE_FACTOR,
         help="divergence guard: a loop whose mean loss exceeds this times the lowest recent "
         "median loss (or any non-finite loss or weight) rolls back to the last checkpoint, "
         "skips the batches since and halves the learning rate; inf checks only for non-finite "
@@ -136,7 +132,6 @@ def _add_loop_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-rollbacks",
         type=int,
-        default=DEFAULT_MAX_ROLLBACKS,
         help="rollbacks allowed before a divergence stops the run with exit code 2 "
         "(default %(default)s)",
     )
@@ -150,9 +145,9 @@ def run(args: argparse.Namespace) -> int:
     from albert_tf.pretraining.trainer import pretrain
 
     if args.config is None:
-        if not args.init_checkpoint:
+        if not args.init:
             raise ConfigError("pretrain needs --config (a preset or albert_config.json) or --init")
-        args.config = args.init_checkpoint  # a checkpoint directory or a shipped model's name
+        args.config = args.init  # a checkpoint directory or a shipped model's name
     try:
         result = pretrain(PretrainSettings.from_args(args))
     except WorkerLost as e:

@@ -105,7 +105,7 @@ def evaluate(
     if batch_size <= 0:
         raise ConfigError("--batch-size must be positive")
     if max_examples is not None and max_examples <= 0:
-        raise ConfigError("--max-examples must be positive")
+        raise ConfigError("--max-eval-examples must be positive")
     directory, prefix = resolve_checkpoint(checkpoint)
     config = read_config(join(directory, CONFIG_FILE))
     spec = data_lib.inspect_data(data, config)

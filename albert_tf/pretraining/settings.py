@@ -1,8 +1,10 @@
 """A pretraining run's settings: one dataclass for the CLI, the library call and pretrain_run.json.
 
-Field names are the command line's flag names (`--train-steps` is `train_steps`), so the CLI
-builds the settings from its parsed arguments and `pretrain_run.json` records them under the
-names a user typed.
+Field names are the command line's flag names (`--train-steps` is `train_steps`, `--eval` is
+`eval`), so the CLI builds the settings from its parsed arguments and `pretrain_run.json` records
+them under the names a user typed. Every default is written here and only here: `albert-tf
+pretrain` takes its flag defaults from the fields (`cli_defaults`). Run directories written
+before the fields took the flags' names hold `eval_data` and `init_checkpoint` (`LEGACY_NAMES`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import dataclasses
 import math
 import os
+import warnings
 from typing import Any
 
 from albert_tf.config import AlbertConfig
@@ -32,6 +35,8 @@ STRATEGY_CHOICES = ("default", "mirrored", "multi_worker", "tpu")
 DEFAULT_STEPS_PER_LOOP = {"TPU": 1000, "GPU": 100, "CPU": 10}
 # Seconds between SIGTERM and the kill that --preemption-grace assumes: a Cloud TPU VM's ~30 s.
 DEFAULT_GRACE_SECONDS = 30.0
+# Old field (and pretrain_run.json key) -> the flag's name that replaced it.
+LEGACY_NAMES = {"eval_data": "eval", "init_checkpoint": "init"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,9 +50,9 @@ class PretrainSettings:
     batch_size: int  # the global batch: all replicas and all accumulated micro-batches
     learning_rate: float = 0.00176
     warmup_steps: int = 0
-    eval_data: str | tuple[str, ...] | None = None
+    eval: str | tuple[str, ...] | None = None  # globs of held-out shards (comma-separated)
     max_eval_examples: int | None = None
-    init_checkpoint: str | None = None
+    init: str | None = None  # checkpoint dir or shipped model's name to start from
     sp_model: str | None = None
     save_every: int = 1000
     keep: int = 3
@@ -67,13 +72,26 @@ class PretrainSettings:
     max_rollbacks: int = DEFAULT_MAX_ROLLBACKS  # rollbacks before a divergence stops the run
     overwrite: bool = False
     progress: bool = True
+    # Deprecated keyword names (LEGACY_NAMES), for one release: not fields, not recorded.
+    eval_data: dataclasses.InitVar[str | tuple[str, ...] | None] = None
+    init_checkpoint: dataclasses.InitVar[str | None] = None
 
-    def __post_init__(self) -> None:
-        for name in ("data", "eval_data"):
+    def __post_init__(self, eval_data: Any = None, init_checkpoint: Any = None) -> None:
+        for old, value in (("eval_data", eval_data), ("init_checkpoint", init_checkpoint)):
+            if value is not None:
+                new = LEGACY_NAMES[old]
+                warnings.warn(
+                    f"PretrainSettings({old}=...) is a deprecated name that will be removed "
+                    f"after albert-tf 0.2: use {new}=...",
+                    FutureWarning,
+                    stacklevel=3,
+                )
+                object.__setattr__(self, new, value)
+        for name in ("data", "eval"):
             value = getattr(self, name)
             if isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))
-        for name in ("output", "init_checkpoint", "sp_model"):
+        for name in ("output", "init", "sp_model"):
             value = getattr(self, name)
             if isinstance(value, os.PathLike):
                 object.__setattr__(self, name, os.fspath(value))
@@ -153,10 +171,19 @@ class PretrainSettings:
         values = dataclasses.asdict(self)
         if isinstance(self.config, AlbertConfig):
             values["config"] = "(an AlbertConfig: see albert_config.json)"
-        for name in ("data", "eval_data"):
+        for name in ("data", "eval"):
             if isinstance(values[name], tuple):
                 values[name] = ",".join(values[name])
         return values
+
+
+def cli_defaults() -> dict[str, Any]:
+    """Flag defaults, by argparse destination, from the fields (the one place they are written)."""
+    return {
+        f.name: f.default
+        for f in dataclasses.fields(PretrainSettings)
+        if f.default is not dataclasses.MISSING and f.name != "progress"
+    }
 
 
 def check_batch_split(batch_size: int, replicas: int, grad_accum_steps: int = 1) -> None:

@@ -46,7 +46,7 @@ import tf_keras as keras
 from tqdm.auto import tqdm
 
 from albert_tf.checkpoint import checkpoint_children, tf_error_reason
-from albert_tf.config import SP_MODEL_FILE
+from albert_tf.config import SP_MODEL_FILE, AlbertConfig
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError, DataError
 from albert_tf.io_utils import gfile_errors, is_file, is_remote, join, path_str
@@ -113,7 +113,7 @@ def pretrain(
     `strategy` overrides `settings.strategy` (a strategy built by the caller, e.g. in a
     notebook). The learning rate warms up linearly over `warmup_steps`, then decays linearly to 0
     at `train_steps`. Checkpoints every `save_every` steps (keeping `keep`), at the end, and when
-    the `minutes` budget is used up. Evaluates on `eval_data` at the start of a fresh run, every
+    the `minutes` budget is used up. Evaluates on `eval` at the start of a fresh run, every
     `eval_every` steps, and at the end. Typed errors (DataError, ConfigError, TokenizerError,
     CheckpointError, OutputError) for bad input, raised before anything is written.
 
@@ -130,15 +130,25 @@ def pretrain(
         return _pretrain(settings, strategy, signals, started)
 
 
-def _pretrain(
-    settings: PretrainSettings,
-    strategy: tf.distribute.Strategy,
-    signals: StopSignals,
-    started: float,
-) -> PretrainResult:
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    """What a run reads, each checked before anything is written."""
+
+    config: AlbertConfig
+    spec: data_lib.DataSpec
+    eval_spec: data_lib.DataSpec | None
+    use_xla: bool
+    dtype: str
+    init_prefix: str | None  # the --init checkpoint's prefix
+    sp_model: str | None  # --sp-model, else the --init checkpoint's
+
+
+def _check_inputs(settings: PretrainSettings, strategy: tf.distribute.Strategy) -> _Inputs:
+    """The config, the data, the strategy's fit, the SentencePiece model and the init
+    checkpoint, checked (typed errors) before anything is written."""
     config = load_config(settings.config)
     spec = data_lib.inspect_data(settings.data, config)
-    eval_spec = data_lib.inspect_data(settings.eval_data, config) if settings.eval_data else None
+    eval_spec = data_lib.inspect_data(settings.eval, config) if settings.eval else None
     device = device_type(strategy)
     replicas = strategy.num_replicas_in_sync
     settings.check_replicas(replicas)
@@ -147,60 +157,40 @@ def _pretrain(
     sp_model = path_str(settings.sp_model) if settings.sp_model else None
     if sp_model:
         load_sp_model(sp_model, config.vocab_size)
-    init_prefix, sp_model = _init_checkpoint(settings.init_checkpoint, config, sp_model)
+    init_prefix, sp_model = _init_checkpoint(settings.init, config, sp_model)
     dtype = resolve_dtype(settings.dtype, device)
+    return _Inputs(config, spec, eval_spec, use_xla, dtype, init_prefix, sp_model)
+
+
+def _pretrain(
+    settings: PretrainSettings,
+    strategy: tf.distribute.Strategy,
+    signals: StopSignals,
+    started: float,
+) -> PretrainResult:
+    inputs = _check_inputs(settings, strategy)
     chief = is_chief(strategy)
-    record = settings.record() | {
-        "max_seq_length": spec.max_seq_length,
-        "max_predictions_per_seq": spec.max_predictions_per_seq,
-        "sentence_task": spec.sentence_task,
-    }
     output = path_str(settings.output)
     resuming = False
     if chief:
-        resuming = prepare_output(output, config, record, sp_model, settings.overwrite)
+        record = settings.record() | {
+            "max_seq_length": inputs.spec.max_seq_length,
+            "max_predictions_per_seq": inputs.spec.max_predictions_per_seq,
+            "sentence_task": inputs.spec.sentence_task,
+        }
+        resuming = prepare_output(
+            output, inputs.config, record, inputs.sp_model, settings.overwrite
+        )
         checkpoint_dir = output
     else:
         # Non-chief workers must save too (collectives), but to a local scratch directory.
         checkpoint_dir = tempfile.mkdtemp(prefix="albert-tf-worker-")
-
-    def log(message: str) -> None:
-        if chief and settings.progress:
-            tqdm.write(message)
-
-    def warn(message: str) -> None:
-        if chief:
-            tqdm.write(f"warning: {message}", file=sys.stderr)
-
     if settings.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(settings.seed)
     try:
-        with keras_policy(dtype):
-            loop = _train_loop(settings, strategy, config, spec, dtype, use_xla)
-            # Files are read whole first: a damaged one is named as such, not reported as a
-            # model mismatch, and a torn newest checkpoint gives way to the one before (and
-            # leaves the checkpoint list before the manager reads it).
-            latest = restorable_checkpoint(output, warn, chief)
-            manager = tf.train.CheckpointManager(
-                loop.checkpoint, checkpoint_dir, max_to_keep=settings.keep
-            )
-            if latest:
-                loop.checkpoint.restore(latest).assert_existing_objects_matched()
-                log(f"resuming from {latest} (step {int(loop.step.numpy())})")
-            elif init_prefix:
-                _restore_init(loop, init_prefix, log)
-                log(f"initialized from {init_prefix}")
-            run = _HostLoop(settings, loop, manager, spec, eval_spec, output, chief, log)
-            try:
-                result = run.train(fresh=latest is None, started=started, signals=signals)
-            except tf.errors.OpError as e:
-                lost = None
-                if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-                    lost = lost_worker(e, run.step, tf.train.latest_checkpoint(output))
-                if lost is None:
-                    raise
-                raise lost from None
+        with keras_policy(inputs.dtype):
+            result = _run(settings, strategy, inputs, checkpoint_dir, chief, signals, started)
     except BaseException:
         # A new run that fails before its first checkpoint leaves no directory behind.
         fresh_local = chief and not resuming and not is_remote(output)
@@ -210,10 +200,55 @@ def _pretrain(
     finally:
         if not chief:
             shutil.rmtree(checkpoint_dir, ignore_errors=True)
-    result.dtype = dtype
-    result.jit_compile = use_xla
+    result.dtype = inputs.dtype
+    result.jit_compile = inputs.use_xla
     result.seconds = time.monotonic() - started
     return result
+
+
+def _run(
+    settings: PretrainSettings,
+    strategy: tf.distribute.Strategy,
+    inputs: _Inputs,
+    checkpoint_dir: str,
+    chief: bool,
+    signals: StopSignals,
+    started: float,
+) -> PretrainResult:
+    """Builds the loop, restores the latest checkpoint (or the init checkpoint) and trains
+    (inside the run's dtype policy); a lost worker raises preemption.WorkerLost."""
+    output = path_str(settings.output)
+
+    def log(message: str) -> None:
+        if chief and settings.progress:
+            tqdm.write(message)
+
+    def warn(message: str) -> None:
+        if chief:
+            tqdm.write(f"warning: {message}", file=sys.stderr)
+
+    loop = _train_loop(settings, strategy, inputs.config, inputs.spec, inputs.dtype, inputs.use_xla)
+    # Files are read whole first: a damaged one is named as such, not reported as a model
+    # mismatch, and a torn newest checkpoint gives way to the one before (and leaves the
+    # checkpoint list before the manager reads it).
+    latest = restorable_checkpoint(output, warn, chief)
+    manager = tf.train.CheckpointManager(loop.checkpoint, checkpoint_dir, max_to_keep=settings.keep)
+    if latest:
+        loop.checkpoint.restore(latest).assert_existing_objects_matched()
+        log(f"resuming from {latest} (step {int(loop.step.numpy())})")
+    elif inputs.init_prefix:
+        _restore_init(loop, inputs.init_prefix, log)
+        log(f"initialized from {inputs.init_prefix}")
+    run = _HostLoop(settings, loop, manager, inputs.spec, inputs.eval_spec, output, chief, log)
+    try:
+        return run.train(fresh=latest is None, started=started, signals=signals)
+    except tf.errors.OpError as e:
+        lost = None
+        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            lost = lost_worker(e, run.step, tf.train.latest_checkpoint(output))
+        if lost is None:
+            raise
+        raise lost from None
 
 
 def _init_checkpoint(
@@ -307,6 +342,20 @@ def _write_scalars(writer, metrics: dict[str, float], step: int) -> None:
         for name, value in metrics.items():
             tf.summary.scalar(name, value, step=step)
         writer.flush()
+
+
+class _Interval:
+    """The per-step sums (SUM_KEYS) of the steps since the last log point."""
+
+    def __init__(self) -> None:
+        self.totals = np.zeros(len(SUM_KEYS))
+        self.steps = 0
+        self.seconds = 0.0
+
+    def add(self, row: np.ndarray, seconds: float) -> None:
+        self.totals += row
+        self.steps += 1
+        self.seconds += seconds
 
 
 def _next_multiple(step: int, every: int) -> int:
@@ -428,9 +477,11 @@ class _HostLoop:
             return signals.requested or "another worker's signal"
         return "time" if late else None
 
-    def write_log(self, step: int, totals: np.ndarray, steps: int, seconds: float) -> None:
+    def write_log(self, step: int, interval: _Interval) -> None:
+        """Summaries (and the bar's figures) of the steps in `interval`, which ends at `step`."""
+        steps, seconds = interval.steps, interval.seconds
         metrics = metrics_from_sums(
-            dict(zip(SUM_KEYS, totals.tolist(), strict=True)), self.result.sentence_task
+            dict(zip(SUM_KEYS, interval.totals.tolist(), strict=True)), self.result.sentence_task
         )
         metrics["learning_rate"] = self.loop.learning_rate(step - 1)
         seconds = max(seconds, 1e-9)
@@ -475,82 +526,104 @@ class _HostLoop:
         return True
 
     def train(self, *, fresh: bool, started: float, signals: StopSignals) -> PretrainResult:
-        s, loop, result = self.settings, self.loop, self.result
-        step = self.step
-        if fresh and step == 0:
+        """Host loops from the restored step to `train_steps`, a time stop or a signal."""
+        s = self.settings
+        if fresh and self.step == 0:
             self.evaluate(0)
+        skip = self.step + self.guard.skipped_batches
         train_set = distribute(
-            loop.strategy,
+            self.loop.strategy,
             lambda **kw: data_lib.train_dataset(
-                self.spec, s.batch_size, s.seed, skip_steps=step + self.guard.skipped_batches, **kw
+                self.spec, s.batch_size, s.seed, skip_steps=skip, **kw
             ),
         )
         iterator = iter(train_set)
         self.bar = tqdm(
             total=s.train_steps,
-            initial=step,
+            initial=self.step,
             disable=not self.show_progress,
             unit="step",
             smoothing=0,
         )
         deadline = started + s.minutes * 60 if s.minutes else None
-        totals, interval_steps, interval_seconds = np.zeros(len(SUM_KEYS)), 0, 0.0
-        while step < s.train_steps:
-            steps = self.loop_length(step)
-            begin = time.monotonic()
-            with _shard_errors(self.spec.files, "training", self.manager):
-                rows = loop.run(iterator, steps)
-            ended = time.monotonic()
-            seconds = ended - begin
-            result.loop_seconds.append(seconds)
-            if self.check_loop(step + steps, rows):
-                self.step = step = int(loop.step.numpy())
-                self.bar.n = step
-                self.bar.refresh()
-                totals, interval_steps, interval_seconds = np.zeros(len(SUM_KEYS)), 0, 0.0
-                continue
-            for i, row in enumerate(rows):
-                at = step + i + 1
-                totals += row
-                interval_steps += 1
-                interval_seconds += seconds / steps
-                if at % s.log_every == 0 or at == s.train_steps:
-                    self.write_log(at, totals, interval_steps, interval_seconds)
-                    totals, interval_steps, interval_seconds = np.zeros(len(SUM_KEYS)), 0, 0.0
-            self.step = step = step + steps
-            self.bar.update(steps)
-            # Under a time budget, the first loop also ends with a checkpoint: it times a save,
-            # which the budget must leave room for at the end.
-            first_under_budget = deadline is not None and len(result.loop_seconds) == 1
-            if step % s.save_every == 0 or step == s.train_steps or first_under_budget:
-                self.save(step)
-            if self.eval_set is not None and step % s.eval_every == 0 and step < s.train_steps:
-                self.evaluate(step)
-            if step == s.train_steps:
-                result.stopped_at = ended - started
+        self.interval = _Interval()
+        while self.step < s.train_steps:
+            if self.run_loop(iterator, deadline, started, signals):
                 break
-            stop = self.stop_reason(deadline, step, seconds / steps, signals)
-            if stop is None:
-                continue
-            result.stopped_at = ended - started
-            if interval_steps:  # the steps since the last log point
-                self.write_log(step, totals, interval_steps, interval_seconds)
-            if self.saved_step != step:
-                self.save(step)
-            if stop == "time":
-                result.stopped_early = True
-                self.log(f"stopping after {s.minutes} minutes at step {step} (checkpoint saved)")
-            else:
-                result.preempted = stop
-            break
         self.bar.close()
+        return self.finish()
+
+    def run_loop(
+        self, iterator, deadline: float | None, started: float, signals: StopSignals
+    ) -> bool:
+        """One host loop from `self.step`, then the guard, summaries, checkpoint, evaluation
+        and stop checks that follow it; True when the run stops here."""
+        s, loop, result = self.settings, self.loop, self.result
+        step = self.step
+        steps = self.loop_length(step)
+        begin = time.monotonic()
+        with _shard_errors(self.spec.files, "training", self.manager):
+            rows = loop.run(iterator, steps)
+        ended = time.monotonic()
+        seconds = ended - begin
+        result.loop_seconds.append(seconds)
+        if self.check_loop(step + steps, rows):
+            self.step = int(loop.step.numpy())
+            self.bar.n = self.step
+            self.bar.refresh()
+            self.interval = _Interval()
+            return False
+        for i, row in enumerate(rows):
+            at = step + i + 1
+            self.interval.add(row, seconds / steps)
+            if at % s.log_every == 0 or at == s.train_steps:
+                self.write_log(at, self.interval)
+                self.interval = _Interval()
+        self.step = step = step + steps
+        self.bar.update(steps)
+        # Under a time budget, the first loop also ends with a checkpoint: it times a save,
+        # which the budget must leave room for at the end.
+        first_under_budget = deadline is not None and len(result.loop_seconds) == 1
+        if step % s.save_every == 0 or step == s.train_steps or first_under_budget:
+            self.save(step)
+        if self.eval_set is not None and step % s.eval_every == 0 and step < s.train_steps:
+            self.evaluate(step)
+        if step == s.train_steps:
+            result.stopped_at = ended - started
+            return True
+        stop = self.stop_reason(deadline, step, seconds / steps, signals)
+        if stop is None:
+            return False
+        result.stopped_at = ended - started
+        self.stop(stop)
+        return True
+
+    def stop(self, reason: str) -> None:
+        """Ends a run stopped before `train_steps` (`reason`: "time" or a signal's name) at
+        `self.step`: its last summaries and a checkpoint."""
+        step = self.step
+        if self.interval.steps:  # the steps since the last log point
+            self.write_log(step, self.interval)
+        if self.saved_step != step:
+            self.save(step)
+        if reason == "time":
+            self.result.stopped_early = True
+            self.log(
+                f"stopping after {self.settings.minutes} minutes at step {step} (checkpoint saved)"
+            )
+        else:
+            self.result.preempted = reason
+
+    def finish(self) -> PretrainResult:
+        """The final evaluation and stall check of a run that ended at `self.step`."""
+        result, step = self.result, self.step
         # A preempted run leaves its grace to the exit; a stop at an --eval-every step has
         # evaluated already.
         if result.preempted is None and self.evaluated_step != step:
             self.evaluate(step)
         # Only a run that reached train_steps is judged (a --minutes stop may be half-way), and
         # only on the chief, which prints it.
-        if self.chief and step == s.train_steps and result.eval_history:
+        if self.chief and step == self.settings.train_steps and result.eval_history:
             self.check_stall(result.eval_history[-1])
         result.step = step
         result.last_save_seconds = self.save_seconds

@@ -303,7 +303,7 @@ def _pretrain(work: Path, sp_model: Path, vocab_size: int, minutes: float):
     train_steps = max(int(minutes * 60 * STEPS_PER_SECOND), 10)
     settings = PretrainSettings(
         data=str(work / "data" / "*.tfrecord"),
-        eval_data=str(work / "heldout_data" / "*.tfrecord"),
+        eval=str(work / "heldout_data" / "*.tfrecord"),
         config=config,
         output=str(work / "pretrain"),
         train_steps=train_steps,

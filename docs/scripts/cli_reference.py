@@ -32,6 +32,8 @@ One name per concept on every command:
 |---|---|---|
 | `--init` | where training starts: a checkpoint directory, TF1 checkpoint, TF-Hub encoder or `random` | `finetune`, `pretrain` |
 | `--checkpoint` | a model the command reads and does not train | `evaluate`, `export`, `predict` |
+| `--eval` | held-out data, evaluated on and never trained on | `finetune`, `pretrain`, `evaluate` |
+| `--max-eval-examples` | at most this many `--eval` examples | `pretrain`, `evaluate` |
 | `--output` | what the command writes; an existing one is refused without `--overwrite` | every command that writes |
 | `--max-seq-length` | the length token sequences are cut or padded to | `create-pretraining-data`, `finetune`, `export`, `check` |
 | `--train-steps`, `--warmup-steps` | counts of optimizer steps (`--warmup-proportion`: a fraction of them) | `pretrain`, `finetune` |
@@ -46,12 +48,12 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _option(action: argparse.Action) -> str:
+def _option(action: argparse.Action, command: str) -> str:
     from albert_tf.cli import visible_options
 
     if not action.option_strings:
         return f"`{action.metavar or action.dest}`"
-    flags = ", ".join(f"`{flag}`" for flag in visible_options(action))
+    flags = ", ".join(f"`{flag}`" for flag in visible_options(action, command))
     if action.nargs == 0:
         return flags
     if action.choices:
@@ -96,7 +98,9 @@ def render() -> str:
         for action in sub._actions:
             if isinstance(action, argparse._HelpAction):
                 continue
-            lines.append(f"| {_option(action)} | {_default(action)} | {_help(action, sub.prog)} |")
+            lines.append(
+                f"| {_option(action, name)} | {_default(action)} | {_help(action, sub.prog)} |"
+            )
     return "\n".join(lines) + "\n"
 
 

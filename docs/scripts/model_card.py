@@ -130,7 +130,7 @@ checkpoint is read.
 albert-tf finetune --task classify --init albert_en_mini --train train.tsv --output my_model
 albert-tf finetune --task classify --init random --config albert_en_mini --train train.tsv --output my_baseline
 albert-tf export --checkpoint albert_en_mini --output my_hub --hf
-albert-tf evaluate --checkpoint albert_en_mini --data 'heldout/*.tfrecord'
+albert-tf evaluate --checkpoint albert_en_mini --eval 'heldout/*.tfrecord'
 ```
 
 In Python: `albert_tf.load_pretrained("albert_en_mini")` (a `CheckpointDir`: encoder, MLM and
