@@ -129,11 +129,32 @@ def run_check(settings: CheckSettings, echo: Callable[[str], None] = print) -> C
 
 
 def _run_stages(settings, as_pretrain, config, report, echo) -> None:
-    from albert_tf.dtypes import keras_policy, resolve_dtype
+    """Every stage in order, each reported by `_stage` (the first failure stops the check)."""
+    from albert_tf.dtypes import keras_policy
     from albert_tf.pretraining import data as data_lib
-    from albert_tf.pretraining.loop import TrainLoop
+    from albert_tf.pretraining.trainer import distribute
+
+    strategy, steps, use_xla, dtype = _setup_stages(settings, as_pretrain, report, echo)
+    with keras_policy(dtype):
+        loop = _build_stage(settings, config, strategy, (steps, use_xla, dtype), report, echo)
+        dataset = distribute(
+            strategy,
+            lambda **kw: data_lib.synthetic_dataset(
+                config.vocab_size,
+                settings.seq_length,
+                settings.max_predictions_per_seq,
+                settings.batch_size,
+                **kw,
+            ),
+        )
+        _loop_stages(settings, loop, iter(dataset), (steps, use_xla), report, echo)
+
+
+def _setup_stages(settings, as_pretrain, report, echo) -> tuple[Any, int, bool, str]:
+    """The strategy and dtype stages: (strategy, steps per loop, XLA on, dtype)."""
+    from albert_tf.dtypes import resolve_dtype
     from albert_tf.pretraining.strategy import device_type, make_strategy
-    from albert_tf.pretraining.trainer import check_xla, distribute
+    from albert_tf.pretraining.trainer import check_xla
 
     with _stage(report, "strategy", echo) as detail:
         strategy = make_strategy(settings.strategy, settings.tpu)
@@ -149,69 +170,70 @@ def _run_stages(settings, as_pretrain, config, report, echo) -> None:
         dtype = resolve_dtype(settings.dtype, device)
         detail.append(f"{dtype} (--dtype {settings.dtype})")
         report.figures["dtype"] = dtype
-    with keras_policy(dtype):
-        with _stage(report, "build", echo) as detail:
-            begin = time.monotonic()
-            loop = TrainLoop(
-                strategy,
-                config,
-                max_seq_length=settings.seq_length,
-                max_predictions_per_seq=settings.max_predictions_per_seq,
-                dtype=dtype,
-                optimizer_args=(1e-4, 10**6, 0),
-                steps_per_loop=steps,
-                grad_accum_steps=settings.grad_accum_steps,
-                jit_compile=use_xla,
-            )
-            count = sum(int(np.prod(v.shape)) for v in loop.model.trainable_variables)
-            detail.append(
-                f"{settings.config}: {count:,} trainable parameters in "
-                f"{time.monotonic() - begin:.1f} s"
-            )
-        dataset = distribute(
+    return strategy, steps, use_xla, dtype
+
+
+def _build_stage(settings, config, strategy, plan: tuple[int, bool, str], report, echo):
+    """The build stage: the TrainLoop for `plan` (steps per loop, XLA on, dtype)."""
+    from albert_tf.pretraining.loop import TrainLoop
+
+    steps, use_xla, dtype = plan
+    with _stage(report, "build", echo) as detail:
+        begin = time.monotonic()
+        loop = TrainLoop(
             strategy,
-            lambda **kw: data_lib.synthetic_dataset(
-                config.vocab_size,
-                settings.seq_length,
-                settings.max_predictions_per_seq,
-                settings.batch_size,
-                **kw,
-            ),
+            config,
+            max_seq_length=settings.seq_length,
+            max_predictions_per_seq=settings.max_predictions_per_seq,
+            dtype=dtype,
+            optimizer_args=(1e-4, 10**6, 0),
+            steps_per_loop=steps,
+            grad_accum_steps=settings.grad_accum_steps,
+            jit_compile=use_xla,
         )
-        iterator = iter(dataset)
-        with _stage(report, "compile", echo) as detail:
-            begin = time.monotonic()
-            _finite_loss(loop.run(iterator, steps))
-            seconds = time.monotonic() - begin
-            detail.append(
-                f"first loop of {steps} step(s) in {seconds:.1f} s "
-                f"(XLA {'on' if use_xla else 'off'})"
-            )
-            report.figures["first_loop_seconds"] = seconds
-        with _stage(report, "train", echo) as detail:
-            begin = time.monotonic()
-            losses = [_finite_loss(loop.run(iterator, steps)) for _ in range(settings.loops)]
-            seconds = (time.monotonic() - begin) / (settings.loops * steps)
-            rate = settings.batch_size / seconds
-            detail.append(
-                f"{settings.loops} loop(s) x {steps} step(s): {rate:.2f} examples/s, "
-                f"{seconds * 1000:.1f} ms/step, loss {losses[0]:.3f} -> {losses[-1]:.3f}"
-            )
-            report.figures.update(examples_per_second=rate, seconds_per_step=seconds)
-        with _stage(report, "host", echo) as detail:
-            round_trip = _round_trip_seconds(loop, iterator, steps, seconds)
-            detail.append(
-                f"round trip {round_trip * 1000:.2f} ms per loop = "
-                f"{round_trip / steps * 1000:.3f} ms per step at {steps} step(s) per loop"
-            )
-            report.figures["host_seconds_per_step"] = round_trip / steps
-        with _stage(report, "checkpoint", echo) as detail:
-            directory = settings.output or tempfile.mkdtemp(prefix="albert-tf-check-")
-            try:
-                detail.append(_checkpoint_round_trip(loop, iterator, directory))
-            finally:
-                if settings.output is None:
-                    shutil.rmtree(directory, ignore_errors=True)
+        count = sum(int(np.prod(v.shape)) for v in loop.model.trainable_variables)
+        detail.append(
+            f"{settings.config}: {count:,} trainable parameters in {time.monotonic() - begin:.1f} s"
+        )
+    return loop
+
+
+def _loop_stages(settings, loop, iterator, plan: tuple[int, bool], report, echo) -> None:
+    """The compile, train, host and checkpoint stages on `loop` (`plan`: steps per loop, XLA
+    on)."""
+    steps, use_xla = plan
+    with _stage(report, "compile", echo) as detail:
+        begin = time.monotonic()
+        _finite_loss(loop.run(iterator, steps))
+        seconds = time.monotonic() - begin
+        detail.append(
+            f"first loop of {steps} step(s) in {seconds:.1f} s (XLA {'on' if use_xla else 'off'})"
+        )
+        report.figures["first_loop_seconds"] = seconds
+    with _stage(report, "train", echo) as detail:
+        begin = time.monotonic()
+        losses = [_finite_loss(loop.run(iterator, steps)) for _ in range(settings.loops)]
+        seconds = (time.monotonic() - begin) / (settings.loops * steps)
+        rate = settings.batch_size / seconds
+        detail.append(
+            f"{settings.loops} loop(s) x {steps} step(s): {rate:.2f} examples/s, "
+            f"{seconds * 1000:.1f} ms/step, loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+        )
+        report.figures.update(examples_per_second=rate, seconds_per_step=seconds)
+    with _stage(report, "host", echo) as detail:
+        round_trip = _round_trip_seconds(loop, iterator, steps, seconds)
+        detail.append(
+            f"round trip {round_trip * 1000:.2f} ms per loop = "
+            f"{round_trip / steps * 1000:.3f} ms per step at {steps} step(s) per loop"
+        )
+        report.figures["host_seconds_per_step"] = round_trip / steps
+    with _stage(report, "checkpoint", echo) as detail:
+        directory = settings.output or tempfile.mkdtemp(prefix="albert-tf-check-")
+        try:
+            detail.append(_checkpoint_round_trip(loop, iterator, directory))
+        finally:
+            if settings.output is None:
+                shutil.rmtree(directory, ignore_errors=True)
 
 
 def _finite_loss(rows: np.ndarray) -> float:
