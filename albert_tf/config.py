@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,14 @@ SHARED_PARAMS = ("all", "attention", "ffn", "none")
 # a checkpoint is read (albert_tf.pretrained).
 SHIPPED_DIR = Path(__file__).resolve().parent / "pretrained"
 SHIPPED_MODELS = ("albert_en_mini",)
+
+
+def did_you_mean(name: str | os.PathLike, names: Iterable[str] = SHIPPED_MODELS) -> str:
+    """ "; did you mean NAME?" for the one of `names` nearest to a mistyped `name` (difflib's
+    ratio at least 0.8), else "": the tail of an error line."""
+    close = difflib.get_close_matches(str(name), list(names), n=1, cutoff=0.8)
+    return f"; did you mean {close[0]}?" if close else ""
+
 
 # Keys of released config files that the original code never reads.
 IGNORED_KEYS = ("net_structure_type", "gap_size", "num_memory_blocks", "layers_to_keep")
@@ -205,5 +215,6 @@ def resolve_config(spec: str | os.PathLike | AlbertConfig) -> AlbertConfig:
         raise ConfigError(
             f"{spec!r} is neither a preset ({', '.join(PRESETS)}), a shipped model "
             f"({', '.join(SHIPPED_MODELS)}) nor a config file"
+            + did_you_mean(name, (*PRESETS, *SHIPPED_MODELS))
         )
     return AlbertConfig.from_json_file(name)

@@ -99,6 +99,28 @@ def test_pretrain_continues_from_the_name_with_its_config(tmp_path, capsys):
     assert not (tmp_path / "other").exists()
 
 
+@pytest.mark.parametrize("command", ["finetune", "pretrain", "evaluate", "export"])
+def test_a_misspelt_name_names_the_nearest_shipped_one(command, tmp_path, capsys):
+    (tmp_path / "train.tsv").write_text("sentence\tlabel\ngood\t1\nbad\t0\n")
+    records = tmp_path / "data.tfrecord"
+    helpers.write_pretraining_records(records, 4, vocab_size=100, seed=1)
+    out = str(tmp_path / "out")
+    argv = {
+        "finetune": ["--task", "classify", "--train", str(tmp_path / "train.tsv")],
+        "pretrain": ["--data", str(records), "--train-steps", "1", "--batch-size", "4"],
+        "evaluate": ["--eval", str(records)],
+        "export": ["--output", out],
+    }[command]
+    flag = "--init" if command in ("finetune", "pretrain") else "--checkpoint"
+    if command in ("finetune", "pretrain"):
+        argv += ["--output", out]
+    assert cli_main([command, *argv, flag, "albert_en_mni", "--quiet"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and error.endswith("; did you mean albert_en_mini?"), error
+    assert error.startswith(f"albert-tf {command}: error: ") and "albert_en_mni" in error
+    assert not (tmp_path / "out").exists()
+
+
 def test_evaluate_and_export_take_the_name(tmp_path, capsys):
     config = resolve_config(NAME)
     helpers.write_pretraining_records(

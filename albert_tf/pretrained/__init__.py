@@ -24,7 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from albert_tf.config import CONFIG_FILE, SHIPPED_DIR, SHIPPED_MODELS, SP_MODEL_FILE, AlbertConfig
+from albert_tf.config import (
+    CONFIG_FILE,
+    SHIPPED_DIR,
+    SHIPPED_MODELS,
+    SP_MODEL_FILE,
+    AlbertConfig,
+    did_you_mean,
+)
 from albert_tf.errors import CheckpointError, OutputError
 
 WEIGHTS_FILE = "weights.safetensors"
@@ -99,8 +106,14 @@ def checkpoint_dir(name: str) -> Path:
 
 def resolve(path: str | os.PathLike) -> str | os.PathLike:
     """A checkpoint directory for `path`: a shipped model's name becomes its cached checkpoint
-    directory; anything else is returned unchanged."""
-    return str(checkpoint_dir(str(path))) if is_shipped(path) else path
+    directory; anything else is returned unchanged, except a missing path that is a misspelt
+    shipped name (`albert_en_mni`): CheckpointError naming the nearest name."""
+    if is_shipped(path):
+        return str(checkpoint_dir(str(path)))
+    hint = did_you_mean(path)
+    if hint and not os.path.exists(path):
+        raise CheckpointError(f"{path} is neither a file, a folder nor a shipped model{hint}")
+    return path
 
 
 def write_shipped(model, output: str | os.PathLike, *, overwrite: bool = False) -> Path:
