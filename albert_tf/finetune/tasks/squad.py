@@ -197,23 +197,29 @@ class Squad(Task):
                 "char_end": p.char_end,
                 "null_score_diff": p.null_score_diff if math.isfinite(p.null_score_diff) else None,
             }
-            if self.albert_head:
-                record["best_span"] = p.nbest[0]["text"]
+            if s.version_2_with_negative:  # the answer if the question is answered
+                record["best_span"] = next((e["text"] for e in p.nbest if e["text"]), "")
             records.append(record)
         return records
 
     def evaluate(self, records: list[dict], task_data: TaskData) -> dict[str, float]:
-        """The official EM/F1 (with HasAns/NoAns on v2.0 data). ALBERT's head on v2.0 data adds
-        the official null-threshold search (`best_f1`, `best_f1_thresh`, ...) on the spans;
-        without a threshold yet (in training) the answers are decided with the picked
-        `best_f1_thresh`, as run_squad_v2.py does, and `null_score_diff_threshold` says which."""
+        """The official EM/F1, and on v2.0 data HasAns/NoAns and the official search for the
+        null threshold on the best spans (`best_exact`, `best_f1` and their `*_thresh`: with
+        BERT's head a threshold for --null-score-diff-threshold as it is). ALBERT's head without
+        a threshold yet (in training) decides with the picked `best_f1_thresh`, as
+        run_squad_v2.py does, and `null_score_diff_threshold` says which."""
         gold = task_data.gold_answers
         answers = {r["id"]: r["answer"] for r in records}
-        if not (self.albert_head and self.settings.version_2_with_negative):
+        if not self.settings.version_2_with_negative:
             return metrics.squad_scores(answers, gold)
         spans = {r["id"]: r["best_span"] for r in records}
-        null_scores = {r["id"]: r["null_score_diff"] for r in records}
+        null_scores = {
+            r["id"]: math.inf if r["null_score_diff"] is None else r["null_score_diff"]
+            for r in records
+        }
         search = metrics.squad_null_threshold_search(spans, null_scores, gold)
+        if not self.albert_head:
+            return {**metrics.squad_scores(answers, gold), **search}
         threshold = self.settings.null_score_diff_threshold
         if threshold is None:
             threshold = search["best_f1_thresh"]
