@@ -134,13 +134,13 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
                 export_serving=False,
             )
         )
-        history = result.metadata["history"]
+        history = result.record.history
         runs.append(
             {
                 "max_windows": windows,
                 "dev_accuracy_per_epoch": [round(h["eval"]["accuracy"], 4) for h in history],
-                "best_dev_accuracy": round(result.metadata["best_value"], 4),
-                "skipped": result.metadata["skipped"],
+                "best_dev_accuracy": round(result.record.best_value, 4),
+                "skipped": result.record.skipped,
                 "seconds": round(time.time() - started, 1),
             }
         )

@@ -107,16 +107,16 @@ def run_one(args: argparse.Namespace, learning_rate: float, epochs: int, seed: i
             export_serving=False,
         )
         result = finetune(settings, log=lambda line: None, progress=False)
-    metadata = result.metadata
+    record = result.record
     return {
         "learning_rate": learning_rate,
         "epochs": epochs,
         "seed": seed,
-        "reinit_pooler": metadata["settings"]["reinit_pooler"],
-        "metric": metadata["best_metric"],
-        "dev": metadata["best_value"],
-        "best_epoch": metadata["best_epoch"],
-        "floor": metadata["floor"]["value"],
+        "reinit_pooler": record.settings["reinit_pooler"],
+        "metric": record.best_metric,
+        "dev": record.best_value,
+        "best_epoch": record.best_epoch,
+        "floor": record.floor["value"],
         "seconds": round(time.monotonic() - started, 1),
         "cpu": cpu_description(),
     }

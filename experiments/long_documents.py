@@ -172,13 +172,13 @@ def finetune_run(args, work: Path, sp_model: Path, run: str, longest: int, seed:
         ),
         log=lambda line: None,
     )
-    history = result.metadata["history"]
+    history = result.record.history
     return {
         "run": run,
         "windows": windows,
         "dev_accuracy_per_epoch": [round(h["eval"]["accuracy"], 4) for h in history],
-        "best_dev_accuracy": round(result.metadata["best_value"], 4),
-        "skipped": result.metadata["skipped"],
+        "best_dev_accuracy": round(result.record.best_value, 4),
+        "skipped": result.record.skipped,
         "seconds": round(time.time() - started, 1),
         "load_before": round(load, 2),
     }

@@ -104,7 +104,9 @@ def score(run_dir: Path, test: Path, train: Path) -> dict:
         encoder_graph(model.encoder), config.num_attention_heads, config.hidden_size
     )
     static = session(optimize.quantize_static_int8(fused, calibration))
-    head = session(head_graph(model.task_head.dense, list(settings.labels), config.hidden_size))
+    head = session(
+        head_graph(model.task_head.output_weights(), list(settings.labels), config.hidden_size)
+    )
     got = []
     for start in range(0, len(texts), batch):
         pooled = run(static, encode(texts[start : start + batch]))["pooled_output"]

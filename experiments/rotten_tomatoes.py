@@ -167,8 +167,8 @@ def finetune_and_score(
     _, scores, _ = predict_file(load_finetuned(output), str(paths["test"]))
     return {
         "seed": seed,
-        "dev_accuracy": result.metadata["best_value"],
-        "best_epoch": result.metadata["best_epoch"],
+        "dev_accuracy": result.record.best_value,
+        "best_epoch": result.record.best_epoch,
         "test_accuracy": scores["accuracy"],
         "test_f1": scores["f1"],
         "minutes": (time.time() - started) / 60,

@@ -12,8 +12,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from albert_tf.config import SP_MODEL_FILE
 from albert_tf.errors import ExportError
 from albert_tf.export.writers import (
@@ -21,28 +19,45 @@ from albert_tf.export.writers import (
     FINETUNED_WRITERS,
     ExportSource,
     Writer,
+    asked_writers,
     write_each,
 )
 from albert_tf.io_utils import atomic_dir, check_output_path
 from albert_tf.preprocess.tokenizer import as_tokenizer
+from albert_tf.progress import bar as progress_bar
 
 
 @dataclasses.dataclass
 class ExportedBundle:
-    """Paths written by `export_bundle` (None for parts not exported) and the writers' reports."""
+    """What `export_bundle` wrote: by writer name (`albert_tf.export.writers.CHECKPOINT_WRITERS`),
+    the paths and the reports; `bundle.onnx` is the path of `onnx/` (None when not exported),
+    `bundle.onnx_report` its report."""
 
     output_dir: Path
-    encoder: Path | None = None
-    preprocess: Path | None = None
-    tflite: Path | None = None
-    tflite_report: dict[str, Any] | None = None
-    onnx: Path | None = None
-    onnx_report: dict[str, Any] | None = None
-    keras_hub: Path | None = None
-    keras_hub_report: dict[str, Any] | None = None
-    hf: Path | None = None
-    hf_architecture: str | None = None
-    has_mlm: bool = False
+    paths: dict[str, Path] = dataclasses.field(default_factory=dict)
+    reports: dict[str, dict[str, Any] | None] = dataclasses.field(default_factory=dict)
+
+    @property
+    def has_mlm(self) -> bool:
+        """Whether the encoder SavedModel has `.mlm` (the checkpoint had an MLM head)."""
+        return bool((self.reports.get("encoder") or {}).get("has_mlm"))
+
+    def __getattr__(self, name: str) -> Any:
+        names = {w.name for w in CHECKPOINT_WRITERS}
+        if name in names:
+            return self.paths.get(name)
+        if name.endswith("_report") and name.removesuffix("_report") in names:
+            return self.reports.get(name.removesuffix("_report"))
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def lines(self) -> list[str]:
+        """What `albert-tf export` prints: each part's lines (`Writer.lines`), in order."""
+        return [
+            line
+            for w in CHECKPOINT_WRITERS
+            if w.name in self.paths
+            for line in w.lines(self.paths[w.name], self.reports[w.name])
+        ]
 
 
 def _check_arguments(
@@ -100,12 +115,9 @@ def export_bundle(
     output_dir: str | os.PathLike,
     sp_model: str | os.PathLike | None = None,
     seq_length: int = 128,
-    tflite: bool = False,
     overwrite: bool = False,
     do_lower_case: bool = True,
-    onnx: bool = False,
-    keras_hub: bool = False,
-    hf: bool = False,
+    **formats: bool,
 ) -> ExportedBundle:
     """Exports TF-Hub SavedModels (and the other formats asked for) into `output_dir`,
     atomically: the writers of `albert_tf.export.writers.CHECKPOINT_WRITERS`, in order.
@@ -125,6 +137,9 @@ def export_bundle(
     - `hf/` with `hf`: a Hugging Face transformers folder (config, safetensors weights and, with
       a SentencePiece model, the tokenizer), see `albert_tf.export.hf`.
 
+    `formats` names the optional writers (`tflite=True`, ...); a name with no checkpoint writer
+    is an ExportError.
+
     Raises ExportError (nothing to export, SentencePiece vocabulary size != vocab_size,
     seq_length beyond max_position_embeddings, a model transformers or keras-hub cannot
     compute with `hf` or `keras_hub`), CheckpointError (missing config or checkpoint),
@@ -136,8 +151,7 @@ def export_bundle(
         from albert_tf.pretrained import resolve
 
         checkpoint_dir = resolve(checkpoint_dir)  # a shipped model's name works as a directory
-    asked = {"tflite": tflite, "onnx": onnx, "keras_hub": keras_hub, "hf": hf}
-    requested = [w for w in CHECKPOINT_WRITERS if asked.get(w.name)]
+    requested = asked_writers(CHECKPOINT_WRITERS, formats, "export --checkpoint")
     source = _check_arguments(checkpoint_dir, sp_model, seq_length, requested, do_lower_case)
     parts = {"encoder": checkpoint_dir is not None, "preprocess": source.tokenizer is not None}
     writers = [w for w in CHECKPOINT_WRITERS if parts.get(w.name) or w in requested]
@@ -153,44 +167,38 @@ def export_bundle(
         source = dataclasses.replace(source, checkpoint=load_checkpoint_dir(checkpoint_dir))
     with (
         atomic_dir(output_dir, overwrite=overwrite) as tmp,
-        tqdm(total=len(writers), desc="export", unit="step") as progress,
+        progress_bar(total=len(writers), desc="export", unit="step") as progress,
     ):
         if parts["encoder"]:
             source = dataclasses.replace(source, encoder_dir=tmp / "encoder")
         reports = write_each(writers, source, tmp, progress)
-    result = ExportedBundle(
-        output_dir, has_mlm=parts["encoder"] and source.checkpoint.mlm_head is not None
-    )
-    for writer in writers:
-        setattr(result, writer.name, output_dir / writer.directory)
-        if writer.report:
-            setattr(result, f"{writer.name}_report", reports[writer.name])
-    if hf:
-        result.hf_architecture = reports["hf"]["architecture"]
-    return result
+    paths = {w.name: output_dir / w.directory for w in writers}
+    return ExportedBundle(output_dir, paths, reports)
 
 
 def export_finetuned(
-    finetuned_dir: str | os.PathLike,
-    onnx: bool = False,
-    hf: bool = False,
-    keras_hub: bool = False,
-    tflite: bool = False,
-    triton: bool = False,
+    finetuned_dir: str | os.PathLike, overwrite: bool = True, **formats: bool
 ) -> dict[str, dict[str, Any] | None]:
-    """`export --finetuned DIR`: the writers of `albert_tf.export.writers.FINETUNED_WRITERS` asked for,
-    each into its directory in `finetuned_dir` (`onnx/`, `hf/`, `keras_hub/`, `tflite/`, `triton/`), replacing an
-    earlier one atomically; returns the reports by writer name.
+    """`export --finetuned DIR`: the writers of `albert_tf.export.writers.FINETUNED_WRITERS`
+    that `formats` asks for (`onnx=True`, ...), each into its directory in `finetuned_dir`
+    (`onnx/`, `hf/`, ...), replacing an earlier one atomically (with `overwrite`, else an
+    existing one is an OutputError); returns the reports by writer name.
 
-    Every writer's check runs before the model is loaded (once, for all of them) and anything
-    is written. Raises CheckpointError (not a fine-tuned model directory), ExportError (what a
-    format cannot take), InstallError (a missing extra).
+    Every refusal comes before anything is written: the formats asked for, the outputs, and
+    every writer's check (which reads finetune.json), then the model is loaded once for all of
+    them. Raises CheckpointError (not a fine-tuned model directory), ExportError (what a
+    format cannot take, or a format with no fine-tuned writer), InstallError (a missing extra),
+    OutputError.
     """
     from albert_tf.finetune.predict import load_finetuned
 
-    asked = {"onnx": onnx, "hf": hf, "keras_hub": keras_hub, "tflite": tflite, "triton": triton}
-    writers = [w for w in FINETUNED_WRITERS if asked.get(w.name)]
+    writers = asked_writers(FINETUNED_WRITERS, formats, "export --finetuned DIR")
+    if not writers:
+        flags = ", ".join("--" + w.name.replace("_", "-") for w in FINETUNED_WRITERS)
+        raise ExportError(f"export --finetuned DIR needs at least one of {flags}")
     finetuned_dir = Path(finetuned_dir)
+    for writer in writers:
+        check_output_path(finetuned_dir / writer.directory, overwrite)
     source = ExportSource(finetuned_dir=finetuned_dir)
     for writer in writers:
         if writer.check is not None:

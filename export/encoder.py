@@ -167,11 +167,19 @@ def save_encoder(
     return module
 
 
-def write_encoder(source: Any, target: Path) -> None:
-    """The `encoder` writer (`albert_tf.export.writers`): the checkpoint's encoder SavedModel, with `.mlm`
-    when it has an MLM head and the SentencePiece model as an asset when there is one."""
+def write_encoder(source: Any, target: Path) -> dict[str, bool]:
+    """The `encoder` writer (`albert_tf.export.writers`): the checkpoint's encoder SavedModel,
+    with `.mlm` when it has an MLM head and the SentencePiece model as an asset when there is
+    one; returns {"has_mlm": whether it has `.mlm`}."""
     checkpoint = source.checkpoint
     save_encoder(target, checkpoint.encoder, checkpoint.mlm_head, source.tokenizer)
+    return {"has_mlm": checkpoint.mlm_head is not None}
+
+
+def describe_encoder(path: Path, report: dict[str, bool]) -> list[str]:
+    """The `encoder` writer's line for `albert-tf export`."""
+    mlm = "with .mlm" if report["has_mlm"] else "without .mlm (no MLM head in the checkpoint)"
+    return [f"wrote {path} ({mlm})"]
 
 
 def write_preprocess(source: Any, target: Path) -> None:

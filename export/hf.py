@@ -188,23 +188,16 @@ def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
     head (transformers has BERT's only), or refused by `check_hf_exportable`.
     Reads only `finetune.json` and the config; CheckpointError if the directory is not one."""
     from albert_tf.config import CONFIG_FILE as OUR_CONFIG_FILE
-    from albert_tf.errors import CheckpointError
-    from albert_tf.finetune.directory import METADATA_FILE
+    from albert_tf.finetune.directory import read_record
 
     finetuned_dir = Path(finetuned_dir)
-    try:
-        metadata = json.loads((finetuned_dir / METADATA_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise CheckpointError(
-            f"{finetuned_dir} is not a fine-tuned model directory (no readable {METADATA_FILE})"
-        ) from None
-    if metadata.get("encoder") == "hub":
+    record = read_record(finetuned_dir)
+    if record.from_hub:
         raise ExportError(
             f"{finetuned_dir} fine-tuned a TF-Hub encoder: --hf exports models fine-tuned from "
             "an albert-tf checkpoint"
         )
-    squad_head = metadata.get("settings", {}).get("squad_head")
-    if metadata.get("task") == "squad" and squad_head == "albert":
+    if record.task == "squad" and record.settings.get("squad_head") == "albert":
         raise ExportError(SQUAD_HEAD_REFUSAL.format(finetuned_dir))
     check_hf_exportable(AlbertConfig.from_json_file(finetuned_dir / OUR_CONFIG_FILE))
 
@@ -245,13 +238,21 @@ def write_hf_finetuned(source: ExportSource, target: Path) -> dict[str, Any]:
         # The token-level classes have no pooler, and these tasks never read it.
         variables = {k: v for k, v in variables.items() if not k.startswith("encoder/pooler/")}
     tensors = hf_tensors(variables)
-    dense = finetuned.model.task_head.dense
-    tensors[f"{head_name}.weight"] = np.ascontiguousarray(dense.kernel.numpy().T, np.float32)
-    tensors[f"{head_name}.bias"] = np.asarray(dense.bias.numpy(), np.float32)
+    kernel, bias = finetuned.model.task_head.output_weights()
+    tensors[f"{head_name}.weight"] = np.ascontiguousarray(kernel.T)
+    tensors[f"{head_name}.bias"] = bias
     tokenizer = finetuned.tokenizer  # the fine-tuned model's own, loaded once
     values = hf_config(
         encoder.config, architecture, special_token_ids(tokenizer), **_task_fields(settings)
     )
-    write_hf_dir(target, values, tensors, tokenizer, finetuned.metadata["do_lower_case"])
-    note = _not_in_hf(settings, finetuned.metadata.get("dtype", "float32"))
+    write_hf_dir(target, values, tensors, tokenizer, finetuned.record.do_lower_case)
+    note = _not_in_hf(settings, finetuned.record.dtype)
     return {"architecture": architecture, "note": note}
+
+
+def describe_hf(path: Path, report: dict[str, Any]) -> list[str]:
+    """The `hf` writers' lines for `albert-tf export`: the class, and what it does not compute."""
+    lines = [f"wrote {path}: {report['architecture']}"]
+    if report.get("note"):
+        lines.append(f"  {report['note']}")
+    return lines

@@ -184,6 +184,25 @@ def check_keras_hub(source: ExportSource) -> None:
     import_keras_hub()
 
 
+def check_keras_hub_finetuned(source: ExportSource) -> None:
+    """The fine-tuned `keras_hub` writer's check, from finetune.json alone: a classify model
+    fine-tuned from an albert-tf checkpoint (keras-hub has no other ALBERT task model, and a
+    TF-Hub encoder has no config to rebuild), then the extra."""
+    from albert_tf.finetune.directory import read_record
+
+    record = read_record(source.finetuned_dir)
+    if record.task != "classify":
+        raise ExportError(
+            f"keras-hub has an ALBERT model for classify tasks only; this one is {record.task}"
+        )
+    if record.from_hub:
+        raise ExportError(
+            "this model was fine-tuned from a TF-Hub encoder: keras-hub export needs a "
+            "checkpoint directory's encoder (fine-tune from one)"
+        )
+    import_keras_hub()
+
+
 # === A checkpoint directory (export --checkpoint DIR --keras-hub) ===
 
 
@@ -269,6 +288,7 @@ def export_finetuned_keras_hub(finetuned_dir: str | os.PathLike) -> dict[str, An
     from albert_tf.finetune.predict import load_finetuned
 
     finetuned_dir = Path(finetuned_dir)
+    check_keras_hub_finetuned(ExportSource(finetuned_dir=finetuned_dir))
     source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
     (writer,) = writers_named(FINETUNED_WRITERS, ["keras_hub"])
     return write_one(writer, source, finetuned_dir / writer.directory)
@@ -282,15 +302,6 @@ def write_keras_hub_finetuned(source: ExportSource, target: Path) -> dict[str, A
 
     finetuned = source.finetuned
     settings = finetuned.settings
-    if settings.task != "classify":
-        raise ExportError(
-            f"keras-hub has an ALBERT model for classify tasks only; this one is {settings.task}"
-        )
-    if finetuned.metadata["encoder"] == "hub":
-        raise ExportError(
-            "this model was fine-tuned from a TF-Hub encoder: keras-hub export needs a "
-            "checkpoint directory's encoder (fine-tune from one)"
-        )
     model = finetuned.model
     config = model.encoder.config
     notes = check_travels(config)
@@ -299,14 +310,14 @@ def write_keras_hub_finetuned(source: ExportSource, target: Path) -> dict[str, A
             f"keras-hub's AlbertTextClassifier reads the first {settings.max_seq_length} tokens "
             f"of a text; it does not pool {settings.max_windows} windows over long texts"
         )
-    if finetuned.metadata.get("dtype", "float32") != "float32":
+    if finetuned.record.dtype != "float32":
         notes.append(
-            f"fine-tuned in {finetuned.metadata['dtype']}: the preset computes in float32 "
+            f"fine-tuned in {finetuned.record.dtype}: the preset computes in float32 "
             "(keras-hub's default policy)"
         )
     arrays = our_arrays(model.encoder.variables)
-    arrays["task_head/dense/kernel"] = model.task_head.dense.kernel.numpy()
-    arrays["task_head/dense/bias"] = model.task_head.dense.bias.numpy()
+    kernel, bias = model.task_head.output_weights()
+    arrays["task_head/dense/kernel"], arrays["task_head/dense/bias"] = kernel, bias
 
     def ours(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         outputs = model.encoder(inputs, training=False)
@@ -332,3 +343,17 @@ def write_keras_hub_finetuned(source: ExportSource, target: Path) -> dict[str, A
     report["labels"] = list(settings.labels or [])
     report["finetune_settings"] = settings.record()
     return report
+
+
+def describe_keras_hub(path: Path, report: dict[str, Any]) -> list[str]:
+    """The `keras_hub` writers' lines for `albert-tf export`: a line per note, one for the
+    outputs' agreement, one for the tokenizer."""
+    lines = [f"wrote {path}", *(f"  note: {note}" for note in report["notes"])]
+    differences = ", ".join(f"{k} {v:.1e}" for k, v in report["max_abs_diff"].items())
+    lines.append(f"  {report['task']}: largest difference from ours on probe inputs: {differences}")
+    if report["tokenizer"] is not None:
+        lines.append(
+            "  AlbertTokenizer: our ids except on "
+            + "; ".join(report["tokenizer"]["differs_from_albert_on"])
+        )
+    return lines

@@ -138,16 +138,16 @@ def write_tflite(source: Any, target: Path) -> dict[str, Any]:
 def check_tflite_classifier(source: Any) -> None:
     """The fine-tuned `tflite` writer's check: ExportError unless the model is a classifier of
     one window per text whose encoder is an albert-tf one (not a TF-Hub SavedModel)."""
-    from albert_tf.finetune.directory import read_metadata
+    from albert_tf.finetune.directory import read_record
 
-    metadata = read_metadata(source.finetuned_dir)
-    settings = metadata["settings"]
-    if settings["task"] != "classify" or (settings.get("max_windows") or 1) > 1:
+    record = read_record(source.finetuned_dir)
+    windows = record.settings.get("max_windows") or 1
+    if record.task != "classify" or windows > 1:
         raise ExportError(
             "TFLite export of fine-tuned models covers classify tasks of one window per text; "
-            f"this one is {settings['task']} with --max-windows {settings.get('max_windows')}"
+            f"this one is {record.task} with --max-windows {windows}"
         )
-    if metadata["encoder"] == "hub":
+    if record.from_hub:
         raise ExportError(
             "TFLite export needs a model fine-tuned from an albert-tf checkpoint; this one wraps "
             "a TF-Hub encoder (export it with --onnx or use serving/)"
@@ -170,7 +170,7 @@ def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
     seq_length = settings.max_seq_length
     labels = [str(label) for label in settings.labels]
     encoder = float32_copy(finetuned.model.encoder)
-    head = tuple(np.asarray(w, np.float32) for w in finetuned.model.task_head.dense.get_weights())
+    head = finetuned.model.task_head.output_weights()
     (target / LABELS_FILE).write_text("\n".join(labels) + "\n", encoding="utf-8")
     shutil.copyfile(source.finetuned_dir / SP_MODEL_FILE, target / SP_MODEL_FILE)
 
@@ -184,7 +184,7 @@ def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
     report: dict[str, Any] = {
         "seq_length": seq_length,
         "labels": labels,
-        "serving_dtype": finetuned.metadata.get("dtype", "float32"),
+        "serving_dtype": finetuned.record.dtype,
         "against_serving": {},
     }
     for kind, converter in tflite_converters(encoder, seq_length, head).items():
@@ -223,3 +223,21 @@ def classifier_inputs(
     return {
         name: np.array([row[k] for row in rows], np.int32) for k, name in enumerate(ENCODER_INPUTS)
     }
+
+
+def describe_tflite(path: Path, report: dict[str, Any]) -> list[str]:
+    """The `tflite` writer's lines for `albert-tf export`: sizes and agreement."""
+    lines = [f"wrote {path}: SavedModel variables {report['saved_model_variable_bytes']:,} B"]
+    for kind in ("float32", "int8"):
+        lines.append(
+            f"  {kind}: {report[f'{kind}_bytes']:,} B, pooled_output cosine similarity "
+            f"to the SavedModel >= {report[f'{kind}_pooled_cosine']:.6f}"
+        )
+    return lines
+
+
+def describe_tflite_classifier(path: Path, report: dict[str, Any]) -> list[str]:
+    """The fine-tuned `tflite` writer's lines for `albert-tf export`."""
+    from albert_tf.export.writers import agreement_lines
+
+    return [f"wrote {path}", *agreement_lines(report)]

@@ -80,12 +80,10 @@ def smallest_keys(keys: Iterator[tuple[int, str]], size: int) -> list[tuple[int,
 
 def _normalized_lines(files: Sequence[Path], do_lower_case: bool) -> Iterator[str]:
     """`preprocess_text` of every line of `files` that is not empty after it, with a tqdm bar."""
-    from tqdm import tqdm
+    from albert_tf.progress import bar as progress_bar
 
-    # disable=None: no bar when stderr is not a terminal (logs, pipes, tests).
-    with tqdm(
-        desc="sampling", unit=" lines", unit_scale=True, mininterval=1.0, disable=None
-    ) as bar:
+    # No bar when stderr is not a terminal (logs, pipes, tests): albert_tf.progress.
+    with progress_bar(desc="sampling", unit=" lines", unit_scale=True, mininterval=1.0) as bar:
         for path in files:
             for line in _read_lines(path):
                 bar.update()
@@ -138,6 +136,69 @@ def _record_sources(model: Path, files: Sequence, prefix: Path) -> None:
     model.write_bytes(proto.SerializeToString())
 
 
+def _check_settings(
+    vocab_size: int,
+    character_coverage: float,
+    input_sentence_size: int,
+    num_threads: int | None,
+    runner: str,
+) -> None:
+    """`train_sentencepiece`'s checks of its settings, each naming its flag."""
+    if vocab_size < MIN_VOCAB_SIZE:
+        raise TokenizerError(
+            f"--vocab-size {vocab_size} is too small: ALBERT's special and user-defined symbols "
+            f"alone take {MIN_VOCAB_SIZE - 1} ids"
+        )
+    # SentencePiece's own bounds, checked here so that the flag is named.
+    if not 0.98 <= character_coverage <= 1.0:
+        raise TokenizerError(f"--character-coverage must be in [0.98, 1], got {character_coverage}")
+    if input_sentence_size < 0:
+        raise TokenizerError(f"--input-sentence-size must be >= 0, got {input_sentence_size}")
+    if num_threads is not None and num_threads < 1:
+        raise TokenizerError(f"--threads must be positive, got {num_threads}")
+    if runner not in ("local", "beam"):
+        raise DataError(f"--runner must be local or beam, got {runner!r}")
+
+
+def _train(
+    corpus: Path,
+    trained: Path,
+    vocab_size: int,
+    model_type: str,
+    character_coverage: float,
+    seed: int,
+    num_threads: int | None,
+    verbose: bool,
+) -> None:
+    """Runs the SentencePiece trainer on `corpus` (the sample) with ALBERT's recipe, writing
+    `trained`.model and .vocab; DataError with the trainer's own last words when it fails."""
+    import sentencepiece as spm
+
+    spm.set_random_generator_seed(seed)
+    try:
+        spm.SentencePieceTrainer.train(
+            input=str(corpus),
+            model_prefix=str(trained),
+            vocab_size=vocab_size,
+            model_type=model_type,
+            pad_id=0,
+            unk_id=1,
+            bos_id=-1,
+            eos_id=-1,
+            control_symbols=list(CONTROL_SYMBOLS),
+            user_defined_symbols=list(USER_DEFINED_SYMBOLS),
+            character_coverage=character_coverage,
+            input_sentence_size=0,  # the corpus is the sample already
+            shuffle_input_sentence=False,
+            num_threads=num_threads or os.cpu_count() or 1,
+            minloglevel=0 if verbose else 2,
+        )
+    except RuntimeError as e:
+        # e.g. "INTERNAL: src/trainer_interface.cc(744) [...] Vocabulary size too high ..."
+        message = str(e).strip().splitlines()[-1].rsplit("] ", 1)[-1] if str(e) else "failed"
+        raise DataError(f"SentencePiece training failed: {message}") from None
+
+
 def train_sentencepiece(
     inputs: Sequence[str],
     vocab_size: int,
@@ -166,22 +227,7 @@ def train_sentencepiece(
     TokenizerError (vocab_size too small for ALBERT's special pieces), OutputError (output
     exists and not `overwrite`), InstallError (runner "beam" without Apache Beam).
     """
-    import sentencepiece as spm
-
-    if vocab_size < MIN_VOCAB_SIZE:
-        raise TokenizerError(
-            f"--vocab-size {vocab_size} is too small: ALBERT's special and user-defined symbols "
-            f"alone take {MIN_VOCAB_SIZE - 1} ids"
-        )
-    # SentencePiece's own bounds, checked here so that the flag is named.
-    if not 0.98 <= character_coverage <= 1.0:
-        raise TokenizerError(f"--character-coverage must be in [0.98, 1], got {character_coverage}")
-    if input_sentence_size < 0:
-        raise TokenizerError(f"--input-sentence-size must be >= 0, got {input_sentence_size}")
-    if num_threads is not None and num_threads < 1:
-        raise TokenizerError(f"--threads must be positive, got {num_threads}")
-    if runner not in ("local", "beam"):
-        raise DataError(f"--runner must be local or beam, got {runner!r}")
+    _check_settings(vocab_size, character_coverage, input_sentence_size, num_threads, runner)
     if pipeline_args and runner != "beam":
         raise DataError("Beam pipeline options (after --) need --runner beam")
     prefix = Path(output_prefix)
@@ -204,29 +250,9 @@ def train_sentencepiece(
         del sample
         trained = Path(work) / "spm"
         print(f"training SentencePiece ({model_type}, vocab {vocab_size}) ...", flush=True)
-        spm.set_random_generator_seed(seed)
-        try:
-            spm.SentencePieceTrainer.train(
-                input=str(corpus),
-                model_prefix=str(trained),
-                vocab_size=vocab_size,
-                model_type=model_type,
-                pad_id=0,
-                unk_id=1,
-                bos_id=-1,
-                eos_id=-1,
-                control_symbols=list(CONTROL_SYMBOLS),
-                user_defined_symbols=list(USER_DEFINED_SYMBOLS),
-                character_coverage=character_coverage,
-                input_sentence_size=0,  # the corpus is the sample already
-                shuffle_input_sentence=False,
-                num_threads=num_threads or os.cpu_count() or 1,
-                minloglevel=0 if verbose else 2,
-            )
-        except RuntimeError as e:
-            # e.g. "INTERNAL: src/trainer_interface.cc(744) [...] Vocabulary size too high ..."
-            message = str(e).strip().splitlines()[-1].rsplit("] ", 1)[-1] if str(e) else "failed"
-            raise DataError(f"SentencePiece training failed: {message}") from None
+        _train(
+            corpus, trained, vocab_size, model_type, character_coverage, seed, num_threads, verbose
+        )
         load_sp_model(trained.with_suffix(".model"))
         _record_sources(trained.with_suffix(".model"), files, prefix)
         for target, ext in zip(targets, (".model", ".vocab"), strict=True):

@@ -295,6 +295,12 @@ def test_finetuned_in_transformers(task, finetuned, tmp_path, capsys):
         assert main(["export", "--finetuned", str(directory), "--hf", "--onnx"]) == 2
         assert "covers classify tasks" in helpers.one_error_line(capsys.readouterr().err, "export")
         assert not (directory / "hf").exists() and not (directory / "onnx").exists()
+    if task == "regress":
+        # keras-hub takes classifiers only: refused from finetune.json before hf/ is written.
+        assert main(["export", "--finetuned", str(directory), "--hf", "--keras-hub"]) == 2
+        line = helpers.one_error_line(capsys.readouterr().err, "export")
+        assert "classify tasks only; this one is regress" in line
+        assert not (directory / "hf").exists() and not (directory / "keras_hub").exists()
     assert main(["export", "--finetuned", str(directory), "--hf"]) == 0
     architecture = {
         "classify": "AlbertForSequenceClassification",

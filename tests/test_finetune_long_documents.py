@@ -55,10 +55,10 @@ def _run(root, config, name, **windows):
 def test_default_placement_reads_the_verdict_as_windows_over_every_token(reviews):
     root, config = reviews
     every = _run(root, config, "every", max_windows=11, window_stride=126, export_serving=False)
-    assert every.metadata["skipped"]["eval"] == {}  # 11 x 126 tokens: nothing left out
+    assert every.record.skipped["eval"] == {}  # 11 x 126 tokens: nothing left out
     default = _run(root, config, "default", max_windows=8)
-    assert every.metadata["best_value"] >= 0.9, every.metadata["history"]
-    assert default.metadata["best_value"] >= every.metadata["best_value"] - 0.025  # one of 40
+    assert every.record.best_value >= 0.9, every.record.history
+    assert default.record.best_value >= every.record.best_value - 0.025  # one of 40
     # Windows at the head (tokens 0-566) are the same for every document: no model can tell
     # the labels apart from them.
     head = get_task(default.settings.replace(window_placement="head"))

@@ -46,7 +46,7 @@ def test_from_tf1_checkpoint(tmp_path, fixtures_dir, sp_model_97):
         sp_model=str(sp_model_97),
         export_serving=False,
     )
-    assert result.metadata["encoder"] == "tf1"
+    assert result.record.encoder == "tf1"
     # the encoder started from the TF1 weights: fine-tuning moved them only a little
     original = load_tf1_checkpoint(
         tf1 / "model.ckpt", AlbertConfig.from_json_file(tf1 / "albert_config.json")
@@ -90,7 +90,7 @@ def test_from_tfhub_encoder_directory(tmp_path, fixtures_dir):
         init=str(hub_dir),
         export_serving=False,
     )
-    assert result.metadata["encoder"] == "hub"
+    assert result.record.encoder == "hub"
     # gradients reached the hub encoder's weights through hub.KerasLayer(trainable=True)
     (tuned,) = [v for v in result.model.encoder.trainable_variables if "word_embeddings" in v.name]
     assert np.abs(tuned.numpy() - encoder.get_embedding_table().numpy()).max() > 0
@@ -174,7 +174,7 @@ def test_reinit_pooler_gives_fresh_weights_and_keeps_the_rest(tmp_path, fixtures
             reinit_pooler=reinit,
             export_serving=False,
         )
-        assert runs[reinit].metadata["settings"]["reinit_pooler"] is reinit
+        assert runs[reinit].record.settings["reinit_pooler"] is reinit
     kept = _pooler(runs[False].model.encoder.variables)
     np.testing.assert_array_equal(kept["kernel"], 0.5)
     np.testing.assert_array_equal(kept["bias"], 0.25)

@@ -4,6 +4,7 @@ warning when the floor is not beaten, rare labels, and --seeds."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -62,11 +63,12 @@ def test_a_run_that_does_not_beat_the_floor_says_so_in_one_line():
         seconds=83,
         logs="runs/sst/logs",
         learning_rate=2e-5,
+        dtype="bfloat16",
     )
     lines = summary.summary_lines(best=0.3833, **common)
     assert lines[0] == "best epoch: 2 of 3, accuracy 0.3833; majority class 'pos' 0.5670 (± 0.0260)"
     assert lines[1] == "labels in train.tsv: pos 17, neg 13"
-    assert lines[2] == "time: 1 min 23 s; TensorBoard logs: runs/sst/logs"
+    assert lines[2] == "time: 1 min 23 s in bfloat16; TensorBoard logs: runs/sst/logs"
     assert lines[3].startswith("warning: the best epoch (accuracy 0.3833) does not beat")
     assert "--learning-rate (now 2e-05" in lines[3] and len(lines) == 4
     assert len(summary.summary_lines(best=0.95, **common)) == 3
@@ -109,6 +111,7 @@ def test_summary_and_floor_warning_end_a_run_that_learns_nothing(pairs, fixtures
     assert err[-2].startswith("time: ") and err[-2].endswith(str(pairs / "out" / "logs"))
     assert err[-1].startswith("warning: the best epoch (accuracy ")
     meta = json.loads((pairs / "out" / "finetune.json").read_text())
+    assert f" in {meta['dtype']}; TensorBoard logs: " in err[-2]  # the dtype it trained in
     assert meta["settings"]["learning_rate"] == 1e-9 and meta["settings"]["epochs"] == 5
     assert meta["floor"]["what"].startswith("majority class")
 
@@ -139,6 +142,7 @@ def test_a_run_that_learns_nothing_restarts_with_the_next_seed(pairs, fixtures_d
 def test_restarts_stop_at_the_first_run_that_learns(tmp_path):
     from types import SimpleNamespace
 
+    from albert_tf.finetune.directory import FinetuneRecord
     from albert_tf.finetune.seeds import finetune_restarts
 
     values = {7: 0.50, 8: 0.81, 9: 0.90}  # seed 9 would be better, but 8 learned: no third run
@@ -146,18 +150,20 @@ def test_restarts_stop_at_the_first_run_that_learns(tmp_path):
     def one_run(settings, log, progress, closing, shown_output):
         Path(settings.output_dir).mkdir(parents=True)
         value = values[settings.seed]
-        metadata = {"best_value": value, "learned": value > 0.6, "settings": settings.record()}
+        record = FinetuneRecord(
+            "classify", settings.record(), best_value=value, learned=value > 0.6
+        )
         closing(f"wrote {shown_output}")
         closing(f"best epoch: 1 of 1, accuracy {value}")
-        return SimpleNamespace(metadata=metadata, settings=settings)
+        return SimpleNamespace(record=record, settings=settings)
 
     settings = FinetuneSettings(
         "classify", "t.tsv", "random", str(tmp_path / "out"), eval_path="d.tsv", seed=7
     )
     lines = []
     result = finetune_restarts(settings, one_run, lines.append, progress=False)
-    assert [run["seed"] for run in result.metadata["restarts"]["runs"]] == [7, 8]
-    assert result.settings.seed == 8 and result.metadata["restarts"]["kept_seed"] == 8
+    assert [run["seed"] for run in result.record.restarts["runs"]] == [7, 8]
+    assert result.settings.seed == 8 and result.record.restarts["kept_seed"] == 8
     assert lines == [
         "seed 7 learned nothing (best epoch: 1 of 1, accuracy 0.5); restart 1 of 2 with seed 8",
         "kept seed 8 of 2 runs (the best on d.tsv; 0 s in all)",
@@ -166,6 +172,44 @@ def test_restarts_stop_at_the_first_run_that_learns(tmp_path):
     ]
     assert json.loads((tmp_path / "out" / "finetune.json").read_text())["best_value"] == 0.81
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["finetune.json"]
+
+
+@pytest.mark.parametrize("first", [math.nan, None])
+def test_a_nan_first_run_is_not_kept_over_a_finite_one(tmp_path, first):
+    from types import SimpleNamespace
+
+    from albert_tf.finetune.directory import FinetuneRecord
+    from albert_tf.finetune.seeds import finetune_restarts, finetune_seeds
+
+    values = {7: first, 8: 0.31, 9: math.nan}  # the first run diverged, the last too
+
+    def one_run(settings, log, progress, closing, shown_output):
+        Path(settings.output_dir).mkdir(parents=True)
+        value = values[settings.seed]
+        record = FinetuneRecord("classify", settings.record(), best_value=value, learned=False)
+        closing(f"wrote {shown_output}")
+        closing(f"best epoch: 1 of 1, accuracy {value}")
+        return SimpleNamespace(record=record, settings=settings)
+
+    common = ("classify", "t.tsv", "random")
+    for name, run in (("restarts", finetune_restarts), ("seeds", finetune_seeds)):
+        settings = FinetuneSettings(
+            *common, str(tmp_path / name), eval_path="d.tsv", seed=7, restarts=2, seeds=3
+        )
+        result = run(settings, one_run, lambda line: None, progress=False)
+        assert result.settings.seed == 8 and result.record.best_value == 0.31, name
+        written = json.loads((tmp_path / name / "finetune.json").read_text())
+        assert written["best_value"] == 0.31 and written[name]["kept_seed"] == 8, name
+        assert [r["seed"] for r in written[name]["runs"]] == [7, 8, 9], name
+
+
+def test_one_rule_for_better_epochs_and_runs():
+    from albert_tf.finetune.summary import improves
+
+    assert improves(math.nan, None, first=True) and improves(None, 0.9, first=True)
+    assert improves(0.1, math.nan) and improves(0.1, None) and improves(0.6, 0.5)
+    assert not improves(math.nan, 0.1) and not improves(None, 0.1) and not improves(0.5, 0.5)
+    assert not improves(math.nan, math.nan)
 
 
 def test_seeds_report_mean_and_sd_and_keep_the_best_on_dev(pairs, fixtures_dir, capsys):

@@ -230,7 +230,7 @@ def _accuracy(root, config, fixtures_dir, max_windows):
         config=str(config),
         export_serving=False,
     )
-    return result.metadata["best_value"]
+    return result.record.best_value
 
 
 def test_windows_learn_a_label_past_token_300(late_label, fixtures_dir):

@@ -107,13 +107,13 @@ def test_train_reports_bad_answers_and_learns(squad_run):
     root, result, logs = squad_run
     assert f"{root / 'train-v2.0.json'}: 1 answers not in context" in logs
     assert f"{root / 'train-v2.0.json'}: 1 questions without a usable answer" in logs
-    history = result.metadata["history"]
+    history = result.record.history
     assert history[-1]["train_loss"] < history[0]["train_loss"]
     assert result.settings.version_2_with_negative
     assert set(history[0]["eval"]) >= {"exact", "f1", "HasAns_exact", "NoAns_exact"}
     if result.settings.squad_head == "albert":  # the default on v2.0 data
         # the threshold picked on --eval at the best epoch is the model's from then on
-        best = history[result.metadata["best_epoch"] - 1]["eval"]
+        best = history[result.record.best_epoch - 1]["eval"]
         assert set(best) >= {"best_f1", "best_f1_thresh", "null_score_diff_threshold"}
         picked = best["best_f1_thresh"]
         assert result.settings.null_score_diff_threshold == best["null_score_diff_threshold"]

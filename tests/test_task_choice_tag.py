@@ -42,7 +42,7 @@ def test_multiple_choice_race(tmp_path, fixtures_dir):
         train_file="RACE/train",
         eval_file="RACE/dev",
     )
-    assert result.metadata["best_metric"] == "accuracy"
+    assert result.record.best_metric == "accuracy"
     dev = result.task.load(str(tmp_path / "RACE" / "dev"), result.tokenizer)
     assert dev.inputs["input_word_ids"].shape == (4, 4, 24)
     outputs = batched_outputs(result.model, dev.inputs, 8)
@@ -103,7 +103,7 @@ def test_tagging_conll(tmp_path, fixtures_dir):
         eval_file="dev.txt",
     )
     assert result.settings.labels == ("B-LOC", "B-PER", "I-PER", "O")
-    assert result.metadata["skipped"]["train"]["truncated to --max-seq-length"] == 8
+    assert result.record.skipped["train"]["truncated to --max-seq-length"] == 8
     dev = result.task.load(str(tmp_path / "dev.txt"), result.tokenizer)
     expected = result.task.decode(batched_outputs(result.model, dev.inputs, 8), dev)
     assert all(len(r["tags"]) == 5 and r["tags"][-1] == "O" for r in expected)

@@ -393,7 +393,7 @@ def _write_classifier(
 
     from albert_tf.checkpoint import write_checkpoint
     from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
-    from albert_tf.finetune.directory import write_metadata
+    from albert_tf.finetune.directory import FinetuneRecord
     from albert_tf.finetune.models import TaskHead
     from albert_tf.finetune.settings import FinetuneSettings
     from albert_tf.io_utils import atomic_dir
@@ -403,8 +403,7 @@ def _write_classifier(
     kernel = preset.arrays["task_head/dense/kernel"]
     head = TaskHead(kernel.shape[1], initializer_range=preset.config.initializer_range)
     head({"pooled_output": tf.zeros([1, preset.config.hidden_size])})
-    head.dense.kernel.assign(kernel)
-    head.dense.bias.assign(preset.arrays["task_head/dense/bias"])
+    head.set_output_weights(kernel, preset.arrays["task_head/dense/bias"])
     report = preset.report
     recorded = report.get("finetune_settings")
     tokenizer = report.get("tokenizer") or {}
@@ -420,19 +419,17 @@ def _write_classifier(
             max_seq_length=preset.sequence_length or preset.config.max_position_embeddings,
             do_lower_case=tokenizer.get("do_lower_case", True),
         )
-    metadata = {
-        "task": "classify",
-        "labels": list(settings.labels),
-        "max_seq_length": settings.max_seq_length,
-        "do_lower_case": settings.do_lower_case,
-        "encoder": "checkpoint",
-        "dtype": "float32",
-        "settings": settings.record(),
-        "converted_from": f"keras-hub preset {path}",
-    }
+    record = FinetuneRecord(
+        task="classify",
+        settings=settings.record(),
+        do_lower_case=settings.do_lower_case,
+        labels=list(settings.labels),
+        max_seq_length=settings.max_seq_length,
+        converted_from=f"keras-hub preset {path}",
+    )
     with atomic_dir(output_dir, overwrite=overwrite) as tmp:
         preset.config.to_json_file(tmp / CONFIG_FILE)
         write_checkpoint(tmp, encoder=encoder, task_head=head)
         shutil.copyfile(sp_model, tmp / SP_MODEL_FILE)
-        write_metadata(tmp, metadata)
+        record.write(tmp)
     return output_dir

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
@@ -55,6 +56,20 @@ class TaskHead(keras.layers.Layer):
     ) -> tf.Tensor:
         x = self.dropout(encoder_outputs[self.reads], training=training)
         return tf.cast(self.dense(x), tf.float32)
+
+    def output_weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """The output layer's kernel [H, num_outputs] and bias [num_outputs], float32 (what an
+        exporter copies; in the checkpoint `task_head/dense/{kernel,bias}`)."""
+        return (
+            np.asarray(self.dense.kernel.numpy(), np.float32),
+            np.asarray(self.dense.bias.numpy(), np.float32),
+        )
+
+    def set_output_weights(self, kernel: np.ndarray, bias: np.ndarray) -> None:
+        """Assigns the output layer's kernel [H, num_outputs] and bias [num_outputs] (the head
+        must be built)."""
+        self.dense.kernel.assign(kernel)
+        self.dense.bias.assign(bias)
 
     def get_config(self) -> dict[str, Any]:
         return {

@@ -14,9 +14,7 @@ from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, AlbertConfig
 from albert_tf.dtypes import keras_policy
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError
-
-# METADATA_FILE: finetune.trainer still takes the directory's names from here.
-from albert_tf.finetune.directory import HUB_ENCODER_DIR, METADATA_FILE, read_metadata  # noqa: F401
+from albert_tf.finetune.directory import HUB_ENCODER_DIR, FinetuneRecord, read_record
 from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head
@@ -27,21 +25,21 @@ from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 @dataclass
 class FinetunedModel:
-    """A fine-tuned model restored from its directory, with its tokenizer and task."""
+    """A fine-tuned model restored from its directory, with its tokenizer, task and record."""
 
     model: TaskModel
     tokenizer: AlbertTokenizer
     task: Task
-    metadata: dict
+    record: FinetuneRecord
 
     @property
     def settings(self) -> FinetuneSettings:
         return self.task.settings
 
 
-def _build_model(path: Path, metadata: dict, task: Task) -> TaskModel:
+def _build_model(path: Path, record: FinetuneRecord, task: Task) -> TaskModel:
     """The task model of a fine-tuned directory, built (variables created), not yet restored."""
-    if metadata["encoder"] == "hub":
+    if record.from_hub:
         import tensorflow_hub as hub
         import tensorflow_text  # noqa: F401  (ops of the exported encoder)
 
@@ -62,13 +60,11 @@ def _build_model(path: Path, metadata: dict, task: Task) -> TaskModel:
 def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     """Restores what `albert-tf finetune` wrote to `path` (CheckpointError if it is not one)."""
     path = Path(path)
-    metadata = read_metadata(path)
-    # Before the settings were one object, finetune.json kept the training settings apart.
-    record = {**metadata.get("train", {}), "do_lower_case": metadata["do_lower_case"]}
-    task = get_task(FinetuneSettings.from_record({**record, **metadata["settings"]}))
-    tokenizer = AlbertTokenizer(path / SP_MODEL_FILE, do_lower_case=metadata["do_lower_case"])
-    with keras_policy(metadata.get("dtype", "float32")):
-        model = _build_model(path, metadata, task)
+    record = read_record(path)
+    task = get_task(FinetuneSettings.from_record(record.settings))
+    tokenizer = AlbertTokenizer(path / SP_MODEL_FILE, do_lower_case=record.do_lower_case)
+    with keras_policy(record.dtype):
+        model = _build_model(path, record, task)
     prefix = tf.train.latest_checkpoint(str(path))
     if prefix is None:
         raise CheckpointError(f"no checkpoint in {path}")
@@ -82,7 +78,7 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
         status.assert_existing_objects_matched()
     except AssertionError as e:
         raise CheckpointError(f"checkpoint {prefix} does not match its model: {e}") from None
-    return FinetunedModel(model, tokenizer, task, metadata)
+    return FinetunedModel(model, tokenizer, task, record)
 
 
 def load_examples(finetuned: FinetunedModel, input_path: str, **columns: Any) -> TaskData:
@@ -97,10 +93,12 @@ def load_examples(finetuned: FinetunedModel, input_path: str, **columns: Any) ->
 
 
 def example_id(example: Any) -> str | int:
-    """An example's id: its file's id (id column, SQuAD or RACE id), else its 1-based line."""
-    given = getattr(example, "id", None) or getattr(example, "qid", None)
-    if given is not None:
-        return given
+    """An example's id: its file's id (id column, SQuAD or RACE id) as the string given (a
+    JSONL number 7 is "7"), else the number of its line in the file (an int, from 1)."""
+    for name in ("id", "qid"):
+        given = getattr(example, name, None)
+        if given is not None and given != "":
+            return str(given)
     return int(example.source.rpartition(":")[2])
 
 

@@ -63,6 +63,17 @@ def floor(task, train_examples: list, eval_data) -> Floor | None:
     return Floor(f"majority class {majority!r}", value, math.sqrt(value * (1 - value) / n))
 
 
+def improves(value: float | None, best: float | None, first: bool = False) -> bool:
+    """The one rule for "better", for epochs and for runs: whether a score `value` replaces the
+    `best` kept so far (`first`: nothing is kept yet, and anything is kept). A number replaces
+    a NaN or missing score; a NaN or missing score never replaces a number."""
+    if first:
+        return True
+    if value is None or math.isnan(value):
+        return False
+    return best is None or math.isnan(best) or value > best
+
+
 def beats(value: float | None, baseline: Floor | None) -> bool:
     """Whether the best epoch's `value` is above the floor by more than its standard error
     (True when there is no floor)."""
@@ -87,9 +98,10 @@ def summary_lines(
     seconds: float,
     logs: str,
     learning_rate: float,
+    dtype: str,
 ) -> list[str]:
-    """The run's closing lines: best epoch and floor, label counts, time, where the logs are,
-    and a warning when the best epoch does not beat the floor."""
+    """The run's closing lines: best epoch and floor, label counts, time and the dtype the run
+    computed in, where the logs are, and a warning when the best epoch does not beat the floor."""
     if metric is None or best is None:
         lines = [f"best epoch: {best_epoch} of {epochs} (no --eval: the last epoch is kept)"]
     else:
@@ -100,7 +112,7 @@ def summary_lines(
     if counts:
         shown = ", ".join(f"{label} {n}" for label, n in counts.items())
         lines.append(f"labels in {train_path}: {shown}")
-    lines.append(f"time: {duration(seconds)}; TensorBoard logs: {logs}")
+    lines.append(f"time: {duration(seconds)} in {dtype}; TensorBoard logs: {logs}")
     if metric is not None and not beats(best, baseline):
         lines.append(
             f"warning: the best epoch ({metric} {best:.4f}) does not beat {baseline.what} "

@@ -10,7 +10,6 @@ serving SavedModel under `serving/`.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -21,17 +20,17 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 import tf_keras as keras
-from tqdm import tqdm
 
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import ConfigError, DataError
 from albert_tf.finetune import summary
 from albert_tf.finetune.defaults import SIZED, size_defaults
+from albert_tf.finetune.directory import HUB_ENCODER_DIR, SERVING_DIR, FinetuneRecord
 from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head, reinit_pooler
-from albert_tf.finetune.predict import HUB_ENCODER_DIR, METADATA_FILE, FinetunedModel
+from albert_tf.finetune.predict import FinetunedModel
 from albert_tf.finetune.seeds import finetune_restarts, finetune_seeds
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.sources import Source, load_source
@@ -39,8 +38,7 @@ from albert_tf.finetune.tasks import Task, TaskData, get_task
 from albert_tf.io_utils import atomic_dir
 from albert_tf.optimizer import build_optimizer
 from albert_tf.preprocess.tokenizer import AlbertTokenizer
-
-SERVING_DIR = "serving"
+from albert_tf.progress import bar as progress_bar
 
 
 def _encoder_limits(source: Source) -> tuple[int | None, int | None]:
@@ -94,14 +92,6 @@ def make_tokenizer(source: Source, do_lower_case: bool) -> AlbertTokenizer:
             f"encoder's vocabulary has {vocab}"
         )
     return tokenizer
-
-
-def _is_better(value: float, best: float | None) -> bool:
-    """Whether an epoch scoring `value` replaces the best so far: the first epoch always does (so
-    a checkpoint exists), after that any number beats NaN and NaN beats nothing."""
-    if best is None:
-        return True
-    return not math.isnan(value) and (math.isnan(best) or value > best)
 
 
 def _format_loss(loss: float | None) -> str:
@@ -194,12 +184,12 @@ def _train(
     history, best, best_epoch, step = [], None, None, 0
     for epoch in range(1, run.epochs + 1):
         losses = []
-        bar = tqdm(
+        bar = progress_bar(
             loop.dataset,
             total=loop.steps_per_epoch,
             desc=f"epoch {epoch}/{run.epochs}",
             leave=False,
-            disable=not progress,
+            enabled=progress,
         )
         for inputs, targets in bar:
             if step >= loop.total_steps:
@@ -219,7 +209,8 @@ def _train(
                 for name, value in scores.items():
                     tf.summary.scalar(f"eval/{name}", value)
             line += "; eval " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
-            if _is_better(scores[metric_name], best):
+            # the first epoch is always kept, so that a checkpoint exists
+            if summary.improves(scores[metric_name], best, first=best_epoch is None):
                 best, best_epoch = scores[metric_name], epoch
                 manager.save(checkpoint_number=epoch)
         else:
@@ -297,46 +288,83 @@ def _finetune_once(
         best_scores = next((r.get("eval") for r in history if r["epoch"] == best_epoch), None)
         task.after_training(best_scores)
         baseline = summary.floor(task, train.examples, evaluation)
-
-        if source.config is not None:
-            source.config.to_json_file(tmp / CONFIG_FILE)
-        shutil.copyfile(tokenizer.sp_model_path, tmp / SP_MODEL_FILE)
-        if source.hub_path is not None:
-            shutil.copytree(source.hub_path, tmp / HUB_ENCODER_DIR)
-        metadata = {
-            "task": task.name,
-            "labels": task.settings.record()["labels"],
-            "max_seq_length": task.settings.max_seq_length,
-            "do_lower_case": settings.do_lower_case,
-            "encoder": source.kind,
-            "dtype": dtype,
-            # every flag of the run (and what the task learned from --train): predict and
-            # serving read the model's features from here
-            "settings": task.settings.record(),
-            "best_metric": task.best_metric if evaluation is not None else None,
-            "best_value": best,
-            "best_epoch": best_epoch,
-            "floor": None if baseline is None else {"what": baseline.what, "value": baseline.value},
-            # whether the best epoch beat the floor by more than its standard error (None: no
-            # --eval); a run that did not is restarted (--restarts)
-            "learned": None if evaluation is None else summary.beats(best, baseline),
-            "history": history,
-            "skipped": {"train": train.skipped, "eval": evaluation.skipped if evaluation else {}},
-        }
-        (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-        if settings.export_serving:
-            from albert_tf.finetune.serving import export_serving_model
-
-            export_serving_model(model, tokenizer, tmp / SERVING_DIR)
-    closing = closing or log
-    shown_output = shown_output or settings.output_dir
-    best_text = f", {task.best_metric} {best:.4f}" if best is not None else ""
-    closing(f"wrote {shown_output} (best epoch {best_epoch}{best_text})")
+        record = _record(task, settings, source, dtype, (history, best, best_epoch), baseline)
+        record.skipped = {"train": train.skipped, "eval": evaluation.skipped if evaluation else {}}
+        _write_directory(tmp, source, tokenizer, record, model if settings.export_serving else None)
     counts = None
     if task.name == "classify":
         counts = summary.label_counts([e.label for e in train.examples])
-    for line in summary.summary_lines(
-        metric=metadata["best_metric"],
+    lines = _closing_lines(settings, record, baseline, counts, shown_output, started)
+    for line in lines:
+        (closing or log)(line)
+    return FinetunedModel(model, tokenizer, task, record)
+
+
+def _record(
+    task: Task,
+    settings: FinetuneSettings,
+    source: Source,
+    dtype: str,
+    trained: tuple[list[dict], float | None, int | None],
+    baseline: summary.Floor | None,
+) -> FinetuneRecord:
+    """The run's finetune.json record: the task and its settings, the encoder's kind, the dtype,
+    the best epoch (`trained`: history, best value, best epoch) beside the floor."""
+    history, best, best_epoch = trained
+    evaluated = settings.eval_path is not None
+    return FinetuneRecord(
+        task=task.name,
+        settings=task.settings.record(),
+        do_lower_case=settings.do_lower_case,
+        encoder=source.kind,
+        dtype=dtype,
+        labels=task.settings.record()["labels"],
+        max_seq_length=task.settings.max_seq_length,
+        best_metric=task.best_metric if evaluated else None,
+        best_value=best,
+        best_epoch=best_epoch,
+        floor=None if baseline is None else {"what": baseline.what, "value": baseline.value},
+        learned=summary.beats(best, baseline) if evaluated else None,
+        history=history,
+    )
+
+
+def _write_directory(
+    tmp: Path,
+    source: Source,
+    tokenizer: AlbertTokenizer,
+    record: FinetuneRecord,
+    serving_model: TaskModel | None,
+) -> None:
+    """Beside the checkpoint in `tmp`: the config, the tokenizer, the TF-Hub encoder it was
+    fine-tuned from, finetune.json and, with `serving_model`, the serving SavedModel."""
+    if source.config is not None:
+        source.config.to_json_file(tmp / CONFIG_FILE)
+    shutil.copyfile(tokenizer.sp_model_path, tmp / SP_MODEL_FILE)
+    if source.hub_path is not None:
+        shutil.copytree(source.hub_path, tmp / HUB_ENCODER_DIR)
+    record.write(tmp)
+    if serving_model is not None:
+        from albert_tf.finetune.serving import export_serving_model
+
+        export_serving_model(serving_model, tokenizer, tmp / SERVING_DIR)
+
+
+def _closing_lines(
+    settings: FinetuneSettings,
+    record: FinetuneRecord,
+    baseline: summary.Floor | None,
+    counts: dict[str, int] | None,
+    shown_output: str | None,
+    started: float,
+) -> list[str]:
+    """ "wrote DIR (best epoch ...)" and the summary (`summary.summary_lines`)."""
+    shown_output = shown_output or settings.output_dir
+    best, best_epoch = record.best_value, record.best_epoch
+    best_text = f", {record.best_metric} {best:.4f}" if best is not None else ""
+    lines = [f"wrote {shown_output} (best epoch {best_epoch}{best_text})"]
+    return lines + summary.summary_lines(
+        metric=record.best_metric,
         best=best,
         best_epoch=best_epoch,
         epochs=settings.epochs,
@@ -346,6 +374,5 @@ def _finetune_once(
         seconds=time.monotonic() - started,
         logs=os.path.join(shown_output, "logs"),
         learning_rate=settings.learning_rate,
-    ):
-        closing(line)
-    return FinetunedModel(model, tokenizer, task, metadata)
+        dtype=record.dtype,
+    )

@@ -45,19 +45,21 @@ SERVING_OUTPUTS = ("label", "label_id", "probabilities", "logits")
 
 
 def head_graph(
-    dense: Any, labels: list[str], hidden_size: int, windows: Windows | None = None
+    weights: tuple[np.ndarray, np.ndarray],
+    labels: list[str],
+    hidden_size: int,
+    windows: Windows | None = None,
 ) -> onnx.ModelProto:
     """`pooled_output` float32 [B, H] -> `logits`, `probabilities` [B, L], `label_id` int32
-    [B], `label` string [B] (argmax; labels as `serving/` names them).
+    [B], `label` string [B] (argmax; labels as `serving/` names them). `weights`: the task
+    head's kernel [H, L] and bias [L] (`TaskHead.output_weights`).
 
     With `windows`: `pooled_output` [W, H] of the real windows and `window_present` bool
     [B, K] in; the window logits are pooled into each text's (`windows.window_pooling`) first."""
     g = GraphBuilder()
-    logits = g.node(
-        "Add",
-        [g.node("MatMul", ["pooled_output", g.weight(dense.kernel)], "head"), g.weight(dense.bias)],
-        "head",
-    )
+    kernel = g.constant("task_head/dense/kernel", weights[0])
+    bias = g.constant("task_head/dense/bias", weights[1])
+    logits = g.node("Add", [g.node("MatMul", ["pooled_output", kernel], "head"), bias], "head")
     rows, present = "batch", []
     if windows is not None:
         logits = pool_windows(g, logits, WINDOW_PRESENT, windows.window_pooling, "head/pool")
@@ -77,7 +79,7 @@ def head_graph(
         ("label", label),
     ):
         g.nodes.append(helper.make_node("Identity", [value], [name], name=name))
-    num_labels = int(dense.kernel.shape[1])
+    num_labels = int(weights[0].shape[1])
     graph = helper.make_graph(
         g.nodes,
         "albert_classifier_head",
@@ -116,7 +118,9 @@ def classifier_graphs(
         windows,
     )
     labels = list(settings.labels or [])
-    head = head_graph(model.task_head.dense, labels, model.encoder.config.hidden_size, windows)
+    head = head_graph(
+        model.task_head.output_weights(), labels, model.encoder.config.hidden_size, windows
+    )
     head = compose.add_prefix(head, "head/", rename_inputs=False, rename_outputs=False)
     graphs = {}
     for kind, encoder in encoders.items():
@@ -215,7 +219,14 @@ def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
         },
         # What serving/ computes in (fine-tuning's resolved --dtype); the ONNX files compute
         # in float32 (and int8), so a bfloat16 model's float32 file differs by bfloat16 rounding.
-        "serving_dtype": finetuned.metadata.get("dtype", "float32"),
+        "serving_dtype": finetuned.record.dtype,
         "against_serving": agreement,
     }
     return save_models(target, files, report)
+
+
+def describe_onnx_classifier(path: Path, report: dict[str, Any]) -> list[str]:
+    """The fine-tuned `onnx` writer's lines for `albert-tf export`."""
+    from albert_tf.export.writers import agreement_lines
+
+    return [f"wrote {path}: fused {report['fused_ops']}", *agreement_lines(report)]

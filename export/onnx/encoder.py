@@ -146,11 +146,8 @@ def _attention(g: GraphBuilder, x: str, bias: str, attention: Any, prefix: str) 
     return _dense(g, context, attention.output_dense, prefix)
 
 
-def encoder_graph(encoder: Any) -> onnx.ModelProto:
-    """The ONNX model of `encoder` (an `AlbertEncoder`) in inference mode; see the module
-    docstring for its inputs, outputs and operators."""
-    config = encoder.config
-    g = GraphBuilder()
+def _add_constants(g: GraphBuilder, config: Any) -> None:
+    """The shared constants (`const/...`) the encoder's nodes read, in a fixed order."""
     g.constant("const/one", 1.0)
     if config.hidden_act in ("gelu", "gelu_new", "gelu_exact", "gelu_python"):
         g.constant("const/half", 0.5)
@@ -171,9 +168,12 @@ def encoder_graph(encoder: Any) -> onnx.ModelProto:
     g.constant("const/zeros_1", [0], np.int64)
     g.constant("const/ones_1", [1], np.int64)
     g.constant("const/axes_2", [2], np.int64)
-    word_ids, mask, type_ids = ENCODER_INPUTS
 
-    # Embeddings: word + token type + position (width E), LayerNorm, E -> H.
+
+def _embeddings(g: GraphBuilder, encoder: Any) -> str:
+    """Word + token type + position embeddings (width E), LayerNorm, then E -> H: [B, S, H]."""
+    config = encoder.config
+    word_ids, _, type_ids = ENCODER_INPUTS
     prefix = "embeddings"
     embeddings = encoder.embeddings
     x = g.node("Gather", [g.weight(embeddings.word_embeddings), word_ids], prefix)  # [B, S, E]
@@ -196,6 +196,17 @@ def encoder_graph(encoder: Any) -> onnx.ModelProto:
     x = _layer_norm(g, x, embeddings.layer_norm, prefix)
     if encoder.embedding_projection is not None:
         x = _dense(g, x, encoder.embedding_projection, "embedding_hidden_mapping_in")
+    return x
+
+
+def encoder_graph(encoder: Any) -> onnx.ModelProto:
+    """The ONNX model of `encoder` (an `AlbertEncoder`) in inference mode; see the module
+    docstring for its inputs, outputs and operators."""
+    config = encoder.config
+    g = GraphBuilder()
+    _add_constants(g, config)
+    mask = ENCODER_INPUTS[1]
+    x = _embeddings(g, encoder)  # [B, S, H]
 
     # The additive attention bias, [B, 1, 1, S]: 0 on tokens, -10000 on padding.
     prefix = "attention_bias"

@@ -256,6 +256,56 @@ def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, tables: dict, prefix: 
     return ids, _row_lengths(g, row_ends, prefix)
 
 
+def _trimmed_counts(g: GraphBuilder, counts: list[str], budget: int, prefix: str) -> list[str]:
+    """How many tokens of each segment (row counts [N]) fit in `budget`: all of one segment up
+    to it; of two, round robin (A takes ceil(budget/2) and whatever B leaves unused, B the
+    rest)."""
+    room = g.constant(f"{prefix}/budget", budget, np.int64)
+    if len(counts) == 1:
+        return [g.node("Min", [counts[0], room], prefix)]
+    half = g.constant(f"{prefix}/half", (budget + 1) // 2, np.int64)
+    a = g.node(
+        "Min",
+        [counts[0], g.node("Max", [half, g.node("Sub", [room, counts[1]], prefix)], prefix)],
+        prefix,
+    )
+    return [a, g.node("Min", [counts[1], g.node("Sub", [room, a], prefix)], prefix)]
+
+
+def _place_segment(
+    g: GraphBuilder,
+    segment: tuple[str, str],
+    n: str,
+    at: tuple[str, str],
+    word_ids: str,
+    prefix: str,
+) -> str:
+    """`word_ids` [N, S] with the first `n` [N, 1] ids of `segment` (flat ids [T], row counts
+    [N]) written from position `start` [N, 1] on (`at`: positions [1, S] and `start`)."""
+    ids, segment_counts = segment
+    j, start = at
+    first = g.node(
+        "Sub", [g.node("CumSum", [segment_counts, "const/zero"], prefix), segment_counts], prefix
+    )
+    first = g.node("Unsqueeze", [first, "const/axes_1"], prefix)  # [N, 1]
+    offset = g.node("Sub", [j, start], prefix)  # [N or 1, S]
+    inside = g.node(
+        "And",
+        [
+            g.node("GreaterOrEqual", [offset, "const/zero"], prefix),
+            g.node("Less", [offset, n], prefix),
+        ],
+        prefix,
+    )
+    padded = g.node("Concat", [ids, "const/zeros_1"], prefix, axis=0)  # [T + 1]
+    source = g.node(
+        "Where",
+        [inside, g.node("Add", [first, offset], prefix), g.node("Size", [ids], prefix)],
+        prefix,
+    )
+    return g.node("Where", [inside, g.node("Gather", [padded, source], prefix), word_ids], prefix)
+
+
 def pack(
     g: GraphBuilder,
     segments: list[tuple[str, str]],
@@ -265,23 +315,7 @@ def pack(
 ) -> dict[str, str]:
     """`[CLS] A [SEP] (B [SEP])` from 1 or 2 segments (flat ids [T], row lengths [N]) with
     round-robin trimming: int32 [N, seq_length] each encoder input."""
-    budget = seq_length - 1 - len(segments)
-    counts = [c for _, c in segments]
-    if len(segments) == 1:
-        kept = [
-            g.node("Min", [counts[0], g.constant(f"{prefix}/budget", budget, np.int64)], prefix)
-        ]
-    else:
-        # Round robin: A takes ceil(budget/2) and whatever B leaves unused, B the rest.
-        half = g.constant(f"{prefix}/half", (budget + 1) // 2, np.int64)
-        room = g.constant(f"{prefix}/budget", budget, np.int64)
-        a = g.node(
-            "Min",
-            [counts[0], g.node("Max", [half, g.node("Sub", [room, counts[1]], prefix)], prefix)],
-            prefix,
-        )
-        b = g.node("Min", [counts[1], g.node("Sub", [room, a], prefix)], prefix)
-        kept = [a, b]
+    kept = _trimmed_counts(g, [c for _, c in segments], seq_length - 1 - len(segments), prefix)
     j = g.constant(f"{prefix}/positions", np.arange(seq_length)[np.newaxis], np.int64)  # [1, S]
     word_ids = g.node(
         "Expand",
@@ -301,30 +335,7 @@ def pack(
     start = "const/one_int"  # position of the segment's first token
     for index, ((ids, segment_counts), n) in enumerate(zip(segments, kept, strict=True)):
         n = g.node("Unsqueeze", [n, "const/axes_1"], prefix)  # [N, 1]
-        first = g.node(
-            "Sub",
-            [g.node("CumSum", [segment_counts, "const/zero"], prefix), segment_counts],
-            prefix,
-        )
-        first = g.node("Unsqueeze", [first, "const/axes_1"], prefix)  # [N, 1]
-        offset = g.node("Sub", [j, start], prefix)  # [N or 1, S]
-        inside = g.node(
-            "And",
-            [
-                g.node("GreaterOrEqual", [offset, "const/zero"], prefix),
-                g.node("Less", [offset, n], prefix),
-            ],
-            prefix,
-        )
-        padded = g.node("Concat", [ids, "const/zeros_1"], prefix, axis=0)  # [T + 1]
-        source = g.node(
-            "Where",
-            [inside, g.node("Add", [first, offset], prefix), g.node("Size", [ids], prefix)],
-            prefix,
-        )
-        word_ids = g.node(
-            "Where", [inside, g.node("Gather", [padded, source], prefix), word_ids], prefix
-        )
+        word_ids = _place_segment(g, (ids, segment_counts), n, (j, start), word_ids, prefix)
         sep = g.node("Add", [start, n], prefix)  # [N, 1]
         word_ids = g.node(
             "Where",

@@ -237,3 +237,15 @@ def save_models(
         onnx.save(model, str(target / name))
         report["bytes"][name] = (target / name).stat().st_size
     return report
+
+
+def describe_onnx(path: Path, report: dict[str, Any]) -> list[str]:
+    """The `onnx` writer's lines for `albert-tf export`: fusions and agreement."""
+    lines = [f"wrote {path}: fused {report['fused_ops']}"]
+    for kind, accuracy in report["accuracy"].items():
+        lines.append(
+            f"  {kind}: pooled_output cosine similarity to the SavedModel >= "
+            f"{accuracy['pooled_min_cosine']:.6f}, max |diff| "
+            f"{accuracy['sequence_max_abs_diff']:.2e}"
+        )
+    return lines

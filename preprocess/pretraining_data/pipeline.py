@@ -153,15 +153,15 @@ def _fill(
     progress: bool,
 ) -> None:
     """Generates every instance of `files` into `shards`, adding statistics to `totals`."""
-    from tqdm import tqdm
+    from albert_tf.progress import bar as progress_bar
 
-    bar = tqdm(
+    bar = progress_bar(
         total=total_bytes,
         unit="B",
         unit_scale=True,
         unit_divisor=1024,
         desc="create-pretraining-data",
-        disable=not progress,
+        enabled=progress,
         smoothing=0.1,
     )
     with bar:
@@ -184,7 +184,17 @@ def _sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def _validate(settings: Settings, num_workers: int, shuffle_buffer: int) -> None:
+def _recorded_path(sp_model_path: str | os.PathLike) -> str:
+    """The SentencePiece model's path as metadata.json records it: absolute, or as given when
+    remote (gs://...)."""
+    model = os.fspath(sp_model_path)
+    return model if is_remote(model) else str(Path(model).resolve())
+
+
+def _validate(
+    settings: Settings, num_workers: int, shuffle_buffer: int, runner: str, pipeline_args: Any
+) -> None:
+    """DataError naming the flag of the first setting out of range."""
     checks = [
         (settings.max_seq_length >= 5, "--max-seq-length must be at least 5"),
         (settings.max_predictions_per_seq >= 1, "--max-predictions-per-seq must be at least 1"),
@@ -199,6 +209,11 @@ def _validate(settings: Settings, num_workers: int, shuffle_buffer: int) -> None
         (
             settings.sentence_task in SENTENCE_TASKS,
             f"--sentence-task must be one of {', '.join(SENTENCE_TASKS)}",
+        ),
+        (runner in RUNNERS, f"--runner must be one of {', '.join(RUNNERS)}"),
+        (
+            not pipeline_args or runner == "beam",
+            "Beam pipeline options (after --) need --runner beam",
         ),
     ]
     for ok, message in checks:
@@ -228,8 +243,7 @@ def create_pretraining_data(
     runner: str = "local",
     pipeline_args: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Writes n-gram MLM + SOP (or NSP, or no sentence task) pretraining instances as sharded
-    TFRecords.
+    """Writes n-gram MLM + SOP (or NSP, or no sentence task) instances as sharded TFRecords.
 
     Output (created atomically): `output_dir/data-NNNNN-of-NNNNN.tfrecord` holding
     `tf.train.Example`s with the features of `format.feature_lengths` (int64 `input_ids`,
@@ -238,16 +252,14 @@ def create_pretraining_data(
     `next_sentence_labels` [1], 1 = swapped or random next, see `sentence_task`), and
     `metadata.json` (sizes, vocab size, instance counts, `sentence_task`, SentencePiece checksum,
     settings, statistics) for training to validate.
-    With `mask=False` the records hold unmasked `input_ids` and `token_boundary` instead, for
-    `albert_tf.preprocess.pretraining_data.dynamic_masking`.
+    With `mask=False` the records hold unmasked `input_ids` and `token_boundary`, for
+    `dynamic_masking`.
 
     Args:
-      input_patterns: text files or globs; blank lines separate documents; ".gz" is read.
-      sp_model_path: the SentencePiece model (ALBERT special pieces required).
-      output_dir: the directory to create.
+      input_patterns, sp_model_path, output_dir: text files or globs (blank lines separate
+        documents; ".gz" is read), the SentencePiece model, the directory to create.
       dupe_factor: how many times each document is used, with different masks and pairs.
-      num_shards: number of output files.
-      num_workers: tokenizing/masking processes.
+      num_shards, num_workers: output files; tokenizing/masking processes.
       shuffle_buffer: records held for shuffling, shared among the shards.
       sentence_task: "sop" (ALBERT's sentence order, `[CLS] A [SEP] B [SEP]`, label 1 =
         swapped), "nsp" (BERT's next sentence, label 1 = B is random text from another
@@ -259,19 +271,16 @@ def create_pretraining_data(
       pipeline_args: Beam pipeline options (runner "beam"); without a `--runner` among them,
         the DirectRunner with `num_workers` processes.
 
-    The other arguments are those of the original create_pretraining_data.py.
-
-    Returns the statistics dict also stored under "statistics" in metadata.json.
+    The other arguments are those of the original create_pretraining_data.py. Returns the
+    statistics dict also stored under "statistics" in metadata.json.
 
     Raises DataError (bad input, no instance), TokenizerError (bad model), OutputError (the
     output exists and `overwrite` is False), InstallError (runner "beam" without Apache Beam);
     nothing is left behind on error.
     """
-
     patterns = [input_patterns] if isinstance(input_patterns, str) else list(input_patterns)
-    model = os.fspath(sp_model_path)
     settings = Settings(
-        sp_model_path=model if is_remote(model) else str(Path(model).resolve()),
+        sp_model_path=_recorded_path(sp_model_path),
         do_lower_case=do_lower_case,
         max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions_per_seq,
@@ -284,26 +293,14 @@ def create_pretraining_data(
         mask=mask,
         sentence_task=sentence_task,
     )
-    _validate(settings, num_workers, shuffle_buffer)
-    if runner not in RUNNERS:
-        raise DataError(f"--runner must be one of {', '.join(RUNNERS)}")
-    if pipeline_args and runner != "beam":
-        raise DataError("Beam pipeline options (after --) need --runner beam")
+    _validate(settings, num_workers, shuffle_buffer, runner, pipeline_args)
     if runner == "beam":
         beam: Any = import_beam_module("albert_tf.preprocess.pretraining_data.beam")
         return beam.run_beam(
             patterns, settings, output_dir, overwrite, num_workers, list(pipeline_args or [])
         )
-    return _run_local(
-        patterns,
-        sp_model_path,
-        settings,
-        output_dir,
-        overwrite,
-        num_workers,
-        shuffle_buffer,
-        progress,
-    )
+    local = (num_workers, shuffle_buffer, progress)
+    return _run_local(patterns, sp_model_path, settings, output_dir, overwrite, *local)
 
 
 def _run_local(
