@@ -1,0 +1,138 @@
+"""What a finished distillation run writes beside its `run/` directory.
+
+- Sentence-encoder teacher: a checkpoint directory (`albert_config.json`, a TF2 checkpoint of
+  `encoder`, `mlm` and `sop` where the student has them, `spm.model`): what `pretrain` writes,
+  so `finetune --init`, `evaluate` and `export` take it.
+- Fine-tuned teacher: a fine-tuned directory (`finetune.json` with the teacher's task, labels and
+  feature settings, a checkpoint of `encoder` and `task_head`, `spm.model`, `serving/`), which
+  `predict`, `export --finetuned` and the serving paths take as they are.
+
+Then `distill.json`: the settings, the teacher, the texts, the training curve and, with --eval,
+the student beside the teacher.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from albert_tf.checkpoint import write_checkpoint
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, SP_VOCAB_FILE
+from albert_tf.distill.settings import CACHE_DIR, HISTORY_FILE, RESULT_FILE, RUN_DIR
+from albert_tf.distill.student import Student
+from albert_tf.distill.teachers import SENTENCE
+
+
+def _common_files(output: Path, student: Student) -> None:
+    student.config.to_json_file(output / CONFIG_FILE)
+    shutil.copyfile(student.sp_model_path, output / SP_MODEL_FILE)
+    vocab = student.sp_model_path.with_suffix(".vocab")
+    if vocab.is_file():
+        shutil.copyfile(vocab, output / SP_VOCAB_FILE)
+
+
+def _sentence_eval(settings, output: Path, student: Student, teacher) -> dict:
+    """Mean cosine and embedding loss of the student's projection against the teacher on the
+    --eval texts (teacher outputs cached beside the training ones)."""
+    import tensorflow as tf
+
+    from albert_tf.distill import losses
+    from albert_tf.distill.cache import fill_cache
+    from albert_tf.distill.data import pad_batch, read_unlabeled, token_ids
+
+    texts = read_unlabeled([settings.eval_path], settings.text_column)
+    cache = Path(settings.teacher_cache or output / CACHE_DIR)
+    cache = cache.with_name(cache.name + "_eval")
+    batch = settings.teacher_batch_size
+    targets = fill_cache(
+        cache, teacher.identity(), texts, lambda c: teacher.embed(c, batch), progress=False
+    )
+    rows = token_ids(student.tokenizer, texts, settings.max_seq_length)
+    projected = []
+    for begin in range(0, len(rows), settings.eval_batch_size):
+        inputs = pad_batch(rows[begin : begin + settings.eval_batch_size])
+        pooled = student.encoder(inputs, training=False)["pooled_output"]
+        projected.append(tf.cast(student.head(pooled), tf.float32).numpy())
+    values = np.concatenate(projected)
+    return {
+        "texts": len(texts),
+        "cosine": float(losses.cosine(values, targets)),
+        "distill_loss": float(losses.embedding_loss(values, targets)),
+    }
+
+
+def _write_finetuned(settings, output: Path, student: Student, teacher) -> None:
+    """The fine-tuned directory's record of a task-distilled student (see the module docstring):
+    the teacher's task, labels and feature settings, with the student's sequence length."""
+    from albert_tf.finetune.directory import FinetuneRecord
+
+    taught = teacher.finetuned.record
+    FinetuneRecord(
+        task=taught.task,
+        settings={**taught.settings, "max_seq_length": settings.max_seq_length},
+        do_lower_case=student.tokenizer.do_lower_case,
+        encoder="checkpoint",
+        dtype="float32",
+        labels=list(taught.labels or []),
+        max_seq_length=settings.max_seq_length,
+        unknown={"distilled_from": str(teacher.path)},
+    ).write(output)
+
+
+def _task_eval(settings, output: Path, teacher, log) -> dict:
+    """The student's and the teacher's scores on the labeled --eval file; writes `serving/`."""
+    from albert_tf.finetune.predict import load_finetuned, predict_file
+    from albert_tf.finetune.serving import export_serving_model
+
+    finetuned = load_finetuned(output)
+    export_serving_model(finetuned.model, finetuned.tokenizer, output / "serving")
+    if settings.eval_path is None:
+        return {}
+    scores = {}
+    for name, model in (("student", finetuned), ("teacher", teacher.finetuned)):
+        _, scores[name], _ = predict_file(model, settings.eval_path, settings.eval_batch_size)
+    for name in ("student", "teacher"):
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in (scores[name] or {}).items())
+        log(f"{name} on {settings.eval_path}: {shown}")
+    return scores
+
+
+def write_result(
+    settings, output: Path, student: Student, teacher, count: int, log: Callable[[str], None]
+) -> dict:
+    """Writes the finished run's model and `distill.json` into `output`; returns the record."""
+    _common_files(output, student)
+    if teacher.kind == SENTENCE:
+        objects = {"encoder": student.encoder}
+        objects |= {"mlm": student.mlm_head} if student.mlm_head is not None else {}
+        objects |= {"sop": student.sop_head} if student.sop_head is not None else {}
+        write_checkpoint(output, **objects)
+        scores = {}
+        if settings.eval_path is not None:
+            scores = _sentence_eval(settings, output, student, teacher)
+            log(f"student against teacher on {settings.eval_path}: cosine {scores['cosine']:.4f}")
+    else:
+        write_checkpoint(output, encoder=student.encoder, task_head=student.head)
+        _write_finetuned(settings, output, student, teacher)
+        scores = _task_eval(settings, output, teacher, log)
+    history_file = output / RUN_DIR / HISTORY_FILE
+    history = (
+        [json.loads(line) for line in history_file.read_text().splitlines()]
+        if history_file.is_file()
+        else []
+    )
+    record = {
+        "settings": settings.record(),
+        "teacher": teacher.identity(),
+        "texts": count,
+        "student": student.init_kind,
+        "history": history,
+        "eval": scores,
+    }
+    (output / RESULT_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    log(f"wrote {output}")
+    return record
