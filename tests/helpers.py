@@ -233,17 +233,15 @@ def export_groups_fixture(directory: Path, fixtures_dir: Path) -> dict[str, Any]
 def sp_vocab_config() -> AlbertConfig:
     """A random-weight model for the fixture SentencePiece model (vocab 1000), with dropout,
     large enough that its weights, not its graph, dominate a TFLite file."""
-    return AlbertConfig(
+    return tiny_config(
         vocab_size=1000,
         embedding_size=128,
         hidden_size=256,
         num_hidden_layers=2,
         num_hidden_groups=1,
         inner_group_num=1,
-        num_attention_heads=4,
         intermediate_size=1024,
         max_position_embeddings=64,
-        hidden_act="gelu",
         hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.1,
     )

@@ -88,29 +88,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from albert_tf.commands import keyword_arguments
     from albert_tf.preprocess.pretraining_data import create_pretraining_data
 
+    workers = min(4, os.cpu_count() or 1) if args.workers is None else args.workers
     stats = create_pretraining_data(
-        args.input,
-        args.sp_model,
-        args.output,
-        max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions_per_seq,
-        masked_lm_prob=args.masked_lm_prob,
-        dupe_factor=args.dupe_factor,
-        short_seq_prob=args.short_seq_prob,
-        ngram=args.ngram,
-        seed=args.seed,
-        num_shards=args.num_shards,
-        num_workers=min(4, os.cpu_count() or 1) if args.workers is None else args.workers,
-        do_lower_case=not args.no_lower_case,
-        overwrite=args.overwrite,
-        mask=not args.no_mask,
-        shuffle_buffer=args.shuffle_buffer,
-        progress=not args.quiet,
-        sentence_task=args.sentence_task,
-        runner=args.runner,
-        pipeline_args=args.pipeline_args,
+        **keyword_arguments(
+            args,
+            create_pretraining_data,
+            input_patterns=args.input,
+            sp_model_path=args.sp_model,
+            output_dir=args.output,
+            num_workers=workers,
+            do_lower_case=not args.no_lower_case,
+            mask=not args.no_mask,
+            progress=not args.quiet,
+        )
     )
     keys = ["num_documents", "num_instances", "masked_fraction", "sentence_task"]
     keys += [k for k in ("sop_swapped_fraction", "nsp_random_next_fraction") if k in stats]

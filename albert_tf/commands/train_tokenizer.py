@@ -67,23 +67,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from albert_tf.commands import keyword_arguments
     from albert_tf.preprocess.spm_train import train_sentencepiece
     from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     model = train_sentencepiece(
-        args.input,
-        args.vocab_size,
-        args.output,
-        do_lower_case=args.do_lower_case,
-        model_type=args.model_type,
-        character_coverage=args.character_coverage,
-        input_sentence_size=args.input_sentence_size,
-        seed=args.seed,
-        num_threads=args.threads,
-        overwrite=args.overwrite,
-        verbose=args.verbose,
-        runner=args.runner,
-        pipeline_args=args.pipeline_args,
+        **keyword_arguments(
+            args,
+            train_sentencepiece,
+            inputs=args.input,
+            output_prefix=args.output,
+            num_threads=args.threads,
+        )
     )
     tok = AlbertTokenizer(model, do_lower_case=args.do_lower_case)
     print(f"wrote {model} and {model.with_suffix('.vocab')} (vocab {tok.vocab_size})")
