@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from albert_tf.environment import check_tensorflow_hub
 from albert_tf.errors import ConfigError
@@ -36,8 +37,12 @@ from albert_tf.io_utils import atomic_dir, atomic_file, check_can_create, check_
 from albert_tf.quickstart.reload import finish_new_process, hub_pooled_output, start_new_process
 from albert_tf.quickstart.report import print_demo_margins, print_next_steps, print_scores
 
+if TYPE_CHECKING:  # the modules import TensorFlow: at run time, inside the steps that use them
+    from albert_tf.quickstart.demos import DemoFigures
+    from albert_tf.quickstart.evaluation import HeldOut, Scores
+
 DEFAULT_OUT = "albert_quickstart"
-DEFAULT_MINUTES = 4.0  # pretraining wall time; the whole quickstart takes 3-6 min on 2 cores
+DEFAULT_MINUTES = 4.0  # pretraining wall time at most; the quickstart takes 1.5-1.8 min on 2 idle cores
 VOCAB_SIZE = 5000  # unigram on ~1.4 MB of text allows at most ~6,800 pieces
 SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
@@ -131,36 +136,7 @@ def run_quickstart(
     # The outputs are complete and in place: a new process reloads them while this one measures.
     reload = start_new_process(target / "hub", RELOAD_SENTENCE)
     try:
-        steps.start("Held-out figures beside their baselines")
-        counts, models, scores, heldout = _held_out(target, config, vocab_size, log)
-        steps.done(f"{heldout.masked} masked tokens in {heldout.size} held-out sentence pairs")
-
-        steps.start("Demos: trained beside random init")
-        from albert_tf.preprocess.tokenizer import AlbertTokenizer
-        from albert_tf.quickstart.demos import run_demos
-
-        tokenizer = AlbertTokenizer(target / sp_model.name)
-        special = {k: tokenizer.convert_tokens_to_ids([t])[0] for k, t in _SPECIAL.items()}
-        demos = run_demos(models, tokenizer, counts, special, log)
-        print_demo_margins(demos, log)
-        from albert_tf.quickstart.curves import plot_curves
-
-        curves = plot_curves(
-            history.train_history,
-            history.eval_history,
-            scores["unigram"].mlm_top1,
-            scores["random_init"].mlm_top1,
-            target / "curves.png",
-        )
-        steps.done(f"curves: {curves}")
-
-        steps.start(f"The same demos with {SHIPPED_MODEL}, pretrained by albert-tf and shipped")
-        from albert_tf.quickstart.demos import shipped_demos
-
-        shipped = shipped_demos(SHIPPED_MODEL, SEED, log)
-        print_demo_margins(shipped, log)
-        steps.done(f"{SHIPPED_MODEL}: see its model card (docs/models/albert_en_mini.md)")
-
+        measured = _measure(target, sp_model, config, vocab_size, history, steps, log)
         steps.start("Loading the modules with hub.KerasLayer, here and in a new Python process")
         drift = finish_new_process(reload, hub_pooled_output(target / "hub", RELOAD_SENTENCE))
         steps.done(f"pooled_output matches across processes within {drift:.1e}")
@@ -173,15 +149,15 @@ def run_quickstart(
         encoder_dir=str(target / "hub" / "encoder"),
         preprocess_dir=str(target / "hub" / "preprocess"),
         checkpoint_dir=str(target / "pretrain"),
-        curves=str(curves),
+        curves=str(measured.curves),
         vocab_size=vocab_size,
         minutes=minutes,
         pretrain_steps=history.step,
-        heldout_examples=heldout.size,
-        heldout_masked_tokens=heldout.masked,
-        heldout={k: asdict(v) for k, v in scores.items()},
-        demos=_demo_record(demos),
-        shipped_demos=_demo_record(shipped),
+        heldout_examples=measured.heldout.size,
+        heldout_masked_tokens=measured.heldout.masked,
+        heldout={k: asdict(v) for k, v in measured.scores.items()},
+        demos=_demo_record(measured.demos),
+        shipped_demos=_demo_record(measured.shipped),
         train_history=history.train_history,
         eval_history=history.eval_history,
         seconds=time.monotonic() - steps.started,
@@ -190,6 +166,55 @@ def run_quickstart(
         tmp.write_text(json.dumps(asdict(result), indent=2) + "\n")
     print_next_steps(result, log)
     return result
+
+
+@dataclass
+class _Measured:
+    """Steps 6-8's figures: the held-out set, the scores, the demos and the curves file."""
+
+    heldout: HeldOut
+    scores: dict[str, Scores]
+    demos: DemoFigures
+    shipped: DemoFigures
+    curves: Path
+
+
+def _measure(
+    target: Path, sp_model: Path, config, vocab_size: int, history, steps: _Steps, log
+) -> _Measured:
+    """Steps 6-8 on the written `target`: held-out figures beside their baselines, the demos
+    (trained beside random init, then the shipped model) and curves.png."""
+    steps.start("Held-out figures beside their baselines")
+    counts, models, scores, heldout = _held_out(target, config, vocab_size, log)
+    steps.done(f"{heldout.masked} masked tokens in {heldout.size} held-out sentence pairs")
+
+    steps.start("Demos: trained beside random init")
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
+    from albert_tf.quickstart.demos import run_demos
+
+    tokenizer = AlbertTokenizer(target / sp_model.name)
+    special = {k: tokenizer.convert_tokens_to_ids([t])[0] for k, t in _SPECIAL.items()}
+    demos = run_demos(models, tokenizer, counts, special, log)
+    print_demo_margins(demos, log)
+    from albert_tf.quickstart.curves import plot_curves
+
+    curves = plot_curves(
+        history.train_history,
+        history.eval_history,
+        scores["unigram"].mlm_top1,
+        scores["random_init"].mlm_top1,
+        target / "curves.png",
+    )
+    steps.done(f"curves: {curves}")
+
+    steps.start(f"The same demos with {SHIPPED_MODEL}, pretrained by albert-tf and shipped")
+    from albert_tf.quickstart.demos import shipped_demos
+
+    shipped = shipped_demos(SHIPPED_MODEL, SEED, log)
+    print_demo_margins(shipped, log)
+    steps.done(f"{SHIPPED_MODEL}: see its model card (docs/models/albert_en_mini.md)")
+
+    return _Measured(heldout, scores, demos, shipped, curves)
 
 
 def _build(work: Path, target: Path, minutes: float, steps: _Steps):

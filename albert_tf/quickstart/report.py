@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from albert_tf.quickstart.evaluation import RARE_RANK
 
+NOTEBOOK = "01_sentiment_hub_keraslayer.ipynb"  # the one the quickstart's modules feed
 _ROWS = (("MLM top-1", "mlm_top1"), ("MLM top-5", "mlm_top5"), ("top-5, rare answers", "rare_top5"))
 
 
@@ -53,14 +55,48 @@ TF-Hub modules (hub.KerasLayer / hub.load / keras.layers.TFSMLayer):
 Checkpoint directory (for pretrain --init, finetune --init, export --checkpoint): \
 {result.checkpoint_dir}
 
-Next:
-  tensorboard --logdir {out}/pretrain
-  albert-tf params --config base
-  albert-tf pretrain --data '{out}/data/*.tfrecord' --config tiny --output my_run
-  albert-tf finetune --task classify --train train.tsv --eval dev.tsv \
---init albert_en_mini --output my_classifier   # the shipped pretrained English model
-  albert-tf finetune --task classify --train train.tsv --eval dev.tsv \
---init {result.checkpoint_dir} --output my_classifier
-  albert-tf export --checkpoint {result.checkpoint_dir} --output my_hub
-  jupyter notebook colab/   (sentiment with hub.KerasLayer, pretraining, conversion, parameters)"""
+Next:"""
     )
+    for line in next_steps(result):
+        log(f"  {line}")
+
+
+def next_steps(result, cwd: Path | None = None) -> list[str]:
+    """The commands the quickstart suggests next, each of which runs after the README's install
+    (`pip install -e ".[test]"` in a clone, in whose root the quickstart ran): the examples and
+    notebooks of the clone are named relative to `cwd` (default: the working directory), and
+    lines that need them are left out when albert-tf is installed without its repository."""
+    out, checkpoint = result.out_dir, result.checkpoint_dir
+    repository = _repository(cwd or Path.cwd())
+    lines = [
+        f"tensorboard --logdir {out}/pretrain",
+        "albert-tf params --config base",
+        f"albert-tf pretrain --data '{out}/data/*.tfrecord' --init {checkpoint} "
+        "--train-steps 200 --batch-size 32 --output my_run   # pretraining continued",
+        f"albert-tf export --checkpoint {checkpoint} --output my_hub",
+    ]
+    if repository is None:
+        return lines
+    examples = repository / "examples" / "sentiment"
+    data = f"--train {examples}/train.tsv --eval {examples}/dev.tsv"
+    return [
+        *lines,
+        f"albert-tf finetune --task classify {data} --init albert_en_mini "
+        "--output my_classifier   # the shipped pretrained English model",
+        f"albert-tf finetune --task classify {data} --init {checkpoint} --output my_tiny_classifier",
+        f"ALBERT_TF_MODULES={Path(out).absolute() / 'hub'} jupyter execute "
+        f"{repository / 'colab' / NOTEBOOK}"
+        "   # sentiment with hub.KerasLayer (colab/ has three more notebooks)",
+    ]
+
+
+def _repository(cwd: Path) -> Path | None:
+    """The albert-tf clone this package was installed from (`pip install -e`), relative to
+    `cwd` when inside it; None for an install without one."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "examples" / "sentiment").is_dir() or not (root / "colab").is_dir():
+        return None
+    try:
+        return root.relative_to(cwd.resolve())
+    except ValueError:
+        return root
