@@ -256,3 +256,17 @@ def test_train_steps_0_evaluates_the_start_and_reads_the_training_file_once(
     meta = json.loads((tmp_path / "out" / "finetune.json").read_text())
     assert [(h["steps"], h["train_loss"]) for h in meta["history"]] == [(0, None)]
     assert meta["best_epoch"] == 1 and tf.train.latest_checkpoint(str(tmp_path / "out"))
+
+
+def test_predict_ids_are_the_inputs_strings_else_line_numbers():
+    from types import SimpleNamespace
+
+    from albert_tf.finetune.predict import example_id
+
+    assert example_id(SimpleNamespace(id="0", source="dev.tsv:2")) == "0"  # not a missing id
+    assert example_id(SimpleNamespace(id=7, source="dev.jsonl:1")) == "7"
+    assert example_id(SimpleNamespace(id="", source="dev.tsv:5")) == 5  # an empty id cell
+    assert example_id(SimpleNamespace(qid="56be4db0acb8001400a502ec", source="s.json:1")) == (
+        "56be4db0acb8001400a502ec"
+    )
+    assert example_id(SimpleNamespace(source="test.txt:12")) == 12

@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output",
         help="JSONL output, one record per example (default: stdout). Records start with id: the "
-        "input's id column (id, idx, index, guid, pairID; SQuAD and RACE ids), else its line "
-        "number. Then classify {label, probabilities}; regress {prediction}; squad {answer, "
+        "input's id column (id, idx, index, guid, pairID; SQuAD and RACE ids) as the string "
+        "given, else the number of its line in --input. Then classify {label, probabilities}; regress {prediction}; squad {answer, "
         "char_start, char_end, null_score_diff}; multiple-choice {label, probabilities}; tag "
         "{words, tags}",
     )
