@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import numpy as np
 import tensorflow as tf
-from tqdm import tqdm
 
+from albert_tf import progress
 from albert_tf.checkpoint import CheckpointDir
 from albert_tf.config import AlbertConfig
 from albert_tf.encoder import AlbertEncoder
@@ -52,8 +52,8 @@ def assign_checked(
     missing = sorted(set(targets) - set(values))
     if missing:
         raise CheckpointError(f"{source}: missing variable(s) for {', '.join(missing)}")
-    # Progress on a terminal only (tqdm's disable=None): large models take a while.
-    for name, variable in tqdm(targets.items(), desc="converting", unit="var", disable=None):
+    # Progress on a terminal only (albert_tf.progress): large models take a while.
+    for name, variable in progress.bar(targets.items(), desc="converting", unit="var"):
         source_name, array = values[name]
         if tuple(array.shape) != tuple(variable.shape):
             raise CheckpointError(

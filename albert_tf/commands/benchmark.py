@@ -83,8 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from albert_tf import progress as progress_bars
     from albert_tf.benchmarking import BenchmarkOptions, render_table, run_benchmark
     from albert_tf.benchmarking.cases import BENCH_DTYPES
     from albert_tf.dtypes import resolve_dtype
@@ -116,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(done: int, total: int, text: str) -> None:
         if not bars:
-            bars.append(tqdm(total=total, desc="benchmark", unit="process", file=sys.stderr))
+            bars.append(progress_bars.bar(total=total, desc="benchmark", unit="process"))
         bars[0].update(done - bars[0].n)
         bars[0].set_postfix_str(text[:60])
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from albert_tf.pretraining.settings import DTYPE_CHOICES
 
@@ -54,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         max_examples=args.max_eval_examples,
         dtype=args.dtype,
-        progress=not args.quiet and sys.stderr.isatty(),
+        progress=not args.quiet,
     )
     line = json.dumps(result)
     print(line)

@@ -17,7 +17,6 @@ import os
 from typing import Any
 
 import tensorflow as tf
-from tqdm.auto import tqdm
 
 from albert_tf.checkpoint import checkpoint_children, latest_checkpoint, tf_error_reason
 from albert_tf.config import CONFIG_FILE
@@ -31,6 +30,7 @@ from albert_tf.pretraining.run_dir import read_config
 from albert_tf.pretraining.settings import check_batch_split
 from albert_tf.pretraining.strategy import device_type, make_strategy
 from albert_tf.pretraining.trainer import distribute, restore_weights
+from albert_tf.progress import bar as progress_bar
 
 STEP_TENSOR = "step/.ATTRIBUTES/VARIABLE_VALUE"  # TrainLoop's step counter in a checkpoint
 
@@ -92,7 +92,7 @@ def evaluate(
       max_examples: evaluate the first this many examples only.
       dtype: compute dtype ("auto", "float32", "bfloat16", "float16").
       strategy: defaults to the default strategy (one device).
-      progress: show a progress bar.
+      progress: show a progress bar (only on a terminal: albert_tf.progress).
 
     Returns a JSON-ready dict: checkpoint (the prefix), step (None for a checkpoint without a
     step counter), data, sentence_task, num_examples, num_masked_tokens, loss, mlm_loss, mlm_accuracy, and unless
@@ -131,7 +131,7 @@ def evaluate(
         )
         known = [n for n in (spec.num_instances, max_examples) if n is not None]
         total = math.ceil(min(known) / batch_size) if known else None
-        with tqdm(total=total, desc="evaluate", unit="batch", disable=not progress) as bar:
+        with progress_bar(total=total, desc="evaluate", unit="batch", enabled=progress) as bar:
             try:
                 sums = loop.evaluate_sums(eval_set, on_batch=bar.update)
             except tf.errors.InvalidArgumentError as e:  # e.g. token ids beyond the vocabulary

@@ -45,6 +45,7 @@ import tensorflow as tf
 import tf_keras as keras
 from tqdm.auto import tqdm
 
+from albert_tf import progress
 from albert_tf.checkpoint import checkpoint_children, tf_error_reason
 from albert_tf.config import SP_MODEL_FILE, AlbertConfig
 from albert_tf.dtypes import keras_policy, resolve_dtype
@@ -489,9 +490,13 @@ class _HostLoop:
         metrics["seconds_per_step"] = seconds / steps
         _write_scalars(self.train_writer, metrics, step)
         self.result.train_history.append({"step": step, **metrics})
-        if self.bar is not None:
-            self.bar.set_postfix(
-                loss=f"{metrics['loss']:.3f}", ex_s=f"{metrics['examples_per_second']:.1f}"
+        self.bar.set_postfix(
+            loss=f"{metrics['loss']:.3f}", ex_s=f"{metrics['examples_per_second']:.1f}"
+        )
+        if self.bar.disable:  # no bar drawn (a log file, a pipe): a line per summary step
+            self.log(
+                f"step {step}/{self.settings.train_steps}: loss {metrics['loss']:.4f}, "
+                f"{metrics['examples_per_second']:.1f} examples/s"
             )
 
     def check_loop(self, step: int, rows: np.ndarray) -> bool:
@@ -538,10 +543,10 @@ class _HostLoop:
             ),
         )
         iterator = iter(train_set)
-        self.bar = tqdm(
+        self.bar = progress.bar(
             total=s.train_steps,
             initial=self.step,
-            disable=not self.show_progress,
+            enabled=self.show_progress,
             unit="step",
             smoothing=0,
         )
