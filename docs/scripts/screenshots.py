@@ -21,12 +21,13 @@ import threading
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent  # docs/scripts/ -> the repository
-# name -> page path on the site: the home page, a guide and an API page.
+# name -> page path on the site: the home page, guides, an API page, the model card, the CLI.
 PAGES = {
     "home": "",
     "guide-fine-tuning": "guides/fine-tuning/",
     "guide-long-documents": "guides/long-documents/",
     "api-model": "reference/api/model/",
+    "model-card": "models/albert_en_mini/",
     "cli": "reference/cli/",
 }
 CHROMIUM_FLAGS = [
