@@ -7,9 +7,12 @@ environment of its own: `albert-tf serve --create-env` (`create_env`) makes it w
 and installs nvidia-pytriton, and the onnxruntime and onnxruntime-extensions versions that
 albert-tf's environment has, so the served model computes what `predict` measured.
 
-The Python backend's stub embeds the shared `libpython3.X` of this Python's version, found by
-the dynamic linker (Debian: `apt-get install libpython3.11`); the stub finds the environment's
-packages through the `python3` first on its PATH, which `server_environ` makes the env's.
+The Python backend's stub embeds a shared `libpython3.X` of this Python's version and runs the
+standard library of the `python3` first on its PATH, which `server_environ` makes the env's. The
+two must be one build: a stub that took Debian's 3.11.2 library under pyenv's 3.11.7 standard
+library fails to import `ssl` (an undefined symbol), so the library directory of this Python,
+when it is built shared, goes first on LD_LIBRARY_PATH; a Python built without a shared library
+leaves the stub the system's (Debian: `apt-get install libpython3.11`).
 """
 
 from __future__ import annotations
@@ -38,11 +41,13 @@ class ServeEnv:
         root: the virtual environment.
         tritonserver: the server binary.
         backends: the backend directory (`python/` with this Python's stub).
+        libdir: the directory of the shared libpython the stub must load ("": the system's).
     """
 
     root: Path
     tritonserver: Path
     backends: Path
+    libdir: str = ""
 
 
 def default_env_dir() -> Path:
@@ -91,11 +96,21 @@ def _link_backends(root: Path) -> Path:
     return root / BACKENDS
 
 
-def _check_stub(stub: Path) -> None:
+def shared_libdir() -> str:
+    """The directory of this Python's shared libpython, "" for a Python built without one."""
+    import sysconfig
+
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        return ""
+    return str(sysconfig.get_config_var("LIBDIR") or "")
+
+
+def _check_stub(stub: Path, libdir: str) -> None:
     """InstallError naming the shared library the stub cannot find (libpython3.X)."""
     # ldd reads $ORIGIN from the path it is given: the stub's own, not the link's.
+    environ = {**os.environ, "LD_LIBRARY_PATH": libdir} if libdir else None
     result = subprocess.run(
-        ["ldd", str(stub.resolve())], capture_output=True, text=True, check=False
+        ["ldd", str(stub.resolve())], capture_output=True, text=True, check=False, env=environ
     )
     missing = [line.split()[0] for line in result.stdout.splitlines() if "not found" in line]
     if missing:
@@ -116,7 +131,9 @@ def load_env(root: Path | None = None) -> ServeEnv:
             + (f" --env {root}`" if root != default_env_dir() else "`")
         )
     record = json.loads((root / MARKER).read_text(encoding="utf-8"))
-    return ServeEnv(root, Path(record["tritonserver"]), Path(record["backends"]))
+    return ServeEnv(
+        root, Path(record["tritonserver"]), Path(record["backends"]), record.get("libdir", "")
+    )
 
 
 def create_env(root: Path | None = None, log=print) -> ServeEnv:
@@ -127,7 +144,7 @@ def create_env(root: Path | None = None, log=print) -> ServeEnv:
     wanted = requirements()
     if (root / MARKER).is_file():
         record = json.loads((root / MARKER).read_text(encoding="utf-8"))
-        if record.get("requirements") == wanted:
+        if record.get("requirements") == wanted and record.get("libdir") == shared_libdir():
             log(f"serving environment at {root} is complete")
             return load_env(root)
     log(f"creating the serving environment at {root}: {' '.join(wanted)}")
@@ -137,9 +154,12 @@ def create_env(root: Path | None = None, log=print) -> ServeEnv:
     if subprocess.run(pip, check=False).returncode != 0:
         raise InstallError(f"pip could not install {' '.join(wanted)} into {root}")
     backends = _link_backends(root)
-    _check_stub(backends / "python" / "triton_python_backend_stub")
+    libdir = shared_libdir()
+    _check_stub(backends / "python" / "triton_python_backend_stub", libdir)
     tritonserver = _site_packages(root) / "pytriton" / "tritonserver" / "bin" / "tritonserver"
-    record = dict(requirements=wanted, tritonserver=str(tritonserver), backends=str(backends))
+    record = dict(
+        requirements=wanted, tritonserver=str(tritonserver), backends=str(backends), libdir=libdir
+    )
     (root / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     log(f"serving environment ready at {root}")
     return load_env(root)
@@ -147,9 +167,13 @@ def create_env(root: Path | None = None, log=print) -> ServeEnv:
 
 def server_environ(env: ServeEnv) -> dict[str, str]:
     """The environment variables tritonserver runs with: the env's `bin` first on PATH (the
-    stub's Python finds its packages there), and no thread count inherited from the caller."""
+    stub's Python finds its packages there), the env's libpython first on LD_LIBRARY_PATH, and
+    no thread count inherited from the caller."""
     environ = dict(os.environ)
     environ["PATH"] = f"{env.root / 'bin'}{os.pathsep}{environ.get('PATH', '')}"
+    if env.libdir:
+        given = environ.get("LD_LIBRARY_PATH")
+        environ["LD_LIBRARY_PATH"] = env.libdir + (os.pathsep + given if given else "")
     environ.pop("PYTHONPATH", None)
     environ.pop("OMP_NUM_THREADS", None)
     return environ

@@ -78,7 +78,10 @@ class PrivateRepository:
         shutil.rmtree(version, ignore_errors=True)
         version.mkdir(parents=True)
         for path in files:
-            shutil.copyfile(path, version / path.name)
+            if path.is_dir():
+                shutil.copytree(path, version / path.name)
+            else:
+                shutil.copyfile(path, version / path.name)
         (self.model_dir / CONFIG_FILE).write_text(
             config_pbtxt(
                 self.options.model_name,
