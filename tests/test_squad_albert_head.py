@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.cli import main
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.squad import beam_spans, postprocess_squad_beam
 from albert_tf.finetune.squad_head import answer_mask
@@ -32,31 +33,42 @@ def original(fixtures_dir):
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory, fixtures_dir, original):
-    """The fixture's TF1 checkpoint as a fine-tuned directory, loaded, and its features of
+    """`albert-tf convert` of the fixture's TF1 checkpoint with the run's settings and the
+    threshold its evaluate_v2 picked: the fine-tuned directory, loaded, and its features of
     the fixture's squad_v2.json."""
-    from albert_tf.convert.tf1 import convert_tf1_squad
     from albert_tf.finetune.predict import load_examples, load_finetuned
 
     path, _, files = original
     s = files["settings"]
     output = tmp_path_factory.mktemp("converted") / "model"
-    convert_tf1_squad(
-        path / "model.ckpt",
-        path / "albert_config.json",
-        output,
-        sp_model=fixtures_dir / "tokenizer" / "spm.model",
-        settings={
-            "max_seq_length": s["max_seq_length"],
-            "doc_stride": s["doc_stride"],
-            "max_query_length": s["max_query_length"],
-            "n_best_size": s["n_best_size"],
-            "max_answer_length": s["max_answer_length"],
-            "start_n_top": s["start_n_top"],
-            "end_n_top": s["end_n_top"],
-        },
-    )
+    flags = {
+        "--tf1-checkpoint": path / "model.ckpt",
+        "--config": path / "albert_config.json",
+        "--sp-model": fixtures_dir / "tokenizer" / "spm.model",
+        "--output": output,
+        "--max-seq-length": s["max_seq_length"],
+        "--doc-stride": s["doc_stride"],
+        "--max-query-length": s["max_query_length"],
+        "--max-answer-length": s["max_answer_length"],
+        "--null-score-diff-threshold": s["null_score_diff_threshold"],
+    }
+    assert main(["convert", *(str(x) for pair in flags.items() for x in pair)]) == 0
     finetuned = load_finetuned(output)
     return output, finetuned, load_examples(finetuned, str(path / "squad_v2.json"))
+
+
+def test_converted_model_predicts_the_originals_answers(original, converted, tmp_path):
+    path, _, files = original
+    directory, finetuned, _ = converted
+    assert finetuned.settings.squad_head == "albert"
+    assert (finetuned.settings.start_n_top, finetuned.settings.end_n_top) == (5, 5)
+    out = tmp_path / "predictions.jsonl"
+    command = ["predict", "--checkpoint", str(directory), "--input", str(path / "squad_v2.json")]
+    assert main([*command, "--output", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["id"]: r["answer"] for r in records} == files["predictions"]
+    for r in records:
+        assert r["null_score_diff"] == pytest.approx(files["null_odds"][r["id"]], abs=1e-5)
 
 
 def test_features_and_answer_mask_are_the_originals(original, converted):
@@ -126,8 +138,8 @@ def test_beam_keeps_the_originals_spans(original, converted):
 def test_predictions_null_odds_and_threshold_are_the_originals(original, converted):
     _, reference, files = original
     _, finetuned, data = converted
-    task = finetuned.task
-    assert task.settings.null_score_diff_threshold is None  # converted without one
+    # no threshold yet: evaluating picks one, as evaluate_v2 does
+    task = get_task(finetuned.settings.replace(null_score_diff_threshold=None))
     outputs = {k: reference[k] for k in (*BEAM, "cls_logits")}
     records = task.decode(outputs, data)
     first = files["eval_results"]["first_pass_threshold_none"]
@@ -163,8 +175,6 @@ def test_nbest_lists_are_the_originals(original, converted):
 
 
 def test_hugging_face_export_refuses_albert_s_head(converted, capsys):
-    from albert_tf.cli import main
-
     directory, _, _ = converted
     assert main(["export", "--finetuned", str(directory), "--hf"]) == 2
     line = one_error_line(capsys.readouterr().err, "export")

@@ -38,6 +38,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", required=True, metavar="DIR", help="checkpoint dir to write")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    squad = parser.add_argument_group(
+        "a TF1 checkpoint of run_squad_v2.py (ALBERT's SQuAD 2.0 head) becomes a fine-tuned squad "
+        "model directory (needs --sp-model); the settings of the run it came from"
+    )
+    squad.add_argument("--max-seq-length", type=int, default=384, help="the run's sequence length")
+    squad.add_argument("--doc-stride", type=int, default=128, help="the run's doc stride")
+    squad.add_argument("--max-query-length", type=int, default=64, help="question tokens kept")
+    squad.add_argument("--max-answer-length", type=int, default=30, help="longest answer in tokens")
+    squad.add_argument(
+        "--null-score-diff-threshold",
+        type=float,
+        help="the null threshold the run picked on dev (see finetune --help; default: none, so "
+        "evaluating the model picks one on the evaluated file)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,15 +62,38 @@ def run(args: argparse.Namespace) -> int:
     if args.tf1_checkpoint:
         if not args.config:
             raise ConfigError("--tf1-checkpoint needs --config albert_config.json")
-        from albert_tf.convert.tf1 import convert_tf1_checkpoint
-
-        path = convert_tf1_checkpoint(
-            args.tf1_checkpoint,
-            args.config,
-            args.output,
-            sp_model=args.sp_model,
-            overwrite=args.overwrite,
+        from albert_tf.convert.tf1 import (
+            convert_tf1_checkpoint,
+            convert_tf1_squad,
+            has_squad_v2_head,
         )
+
+        if has_squad_v2_head(args.tf1_checkpoint):
+            if not args.sp_model:
+                raise ConfigError("a run_squad_v2.py checkpoint needs --sp-model (its tokenizer)")
+            names = (
+                "max_seq_length",
+                "doc_stride",
+                "max_query_length",
+                "max_answer_length",
+                "null_score_diff_threshold",
+            )
+            path = convert_tf1_squad(
+                args.tf1_checkpoint,
+                args.config,
+                args.output,
+                sp_model=args.sp_model,
+                settings={name: getattr(args, name) for name in names},
+                overwrite=args.overwrite,
+            )
+        else:
+            path = convert_tf1_checkpoint(
+                args.tf1_checkpoint,
+                args.config,
+                args.output,
+                sp_model=args.sp_model,
+                overwrite=args.overwrite,
+            )
     elif args.keras_hub_preset:
         if args.config:
             raise ConfigError("--config is read from the keras-hub preset's config.json")

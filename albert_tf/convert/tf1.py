@@ -30,6 +30,7 @@ __all__ = [
     "SQUAD_V2_HEAD",
     "convert_tf1_checkpoint",
     "convert_tf1_squad",
+    "has_squad_v2_head",
     "load_tf1_checkpoint",
     "read_tf1_checkpoint",
     "resolve_checkpoint_prefix",
@@ -89,6 +90,15 @@ def _squad_model(tensors: dict, config: AlbertConfig, settings: Any, source: str
     return model
 
 
+def has_squad_v2_head(checkpoint: str | os.PathLike) -> bool:
+    """Whether the TF1 checkpoint holds ALBERT's SQuAD 2.0 head (a run_squad_v2.py checkpoint).
+    CheckpointError if there is no checkpoint at `checkpoint`."""
+    import tensorflow as tf
+
+    names = {name for name, _ in tf.train.list_variables(resolve_checkpoint_prefix(checkpoint))}
+    return bool(names & set(SQUAD_V2_HEAD))
+
+
 def convert_tf1_squad(
     checkpoint: str | os.PathLike,
     config_path: str | os.PathLike,
@@ -109,7 +119,7 @@ def convert_tf1_squad(
     variable unknown, missing or of the wrong shape.
     """
     from albert_tf.checkpoint import write_checkpoint
-    from albert_tf.finetune.directory import write_metadata
+    from albert_tf.finetune.directory import FinetuneRecord
     from albert_tf.finetune.serving import export_serving_model
     from albert_tf.finetune.settings import FinetuneSettings
     from albert_tf.io_utils import atomic_dir
@@ -128,21 +138,18 @@ def convert_tf1_squad(
     config = AlbertConfig.from_json_file(config_path)
     model = _squad_model(read_tf1_checkpoint(checkpoint), config, run, source)
     tokenizer = AlbertTokenizer(sp_model, do_lower_case=run.do_lower_case)
-    metadata = {
-        "task": "squad",
-        "labels": None,
-        "max_seq_length": run.max_seq_length,
-        "do_lower_case": run.do_lower_case,
-        "encoder": "checkpoint",
-        "dtype": "float32",
-        "settings": run.record(),
-        "converted_from": f"run_squad_v2.py checkpoint {source}",
-    }
+    record = FinetuneRecord(
+        task="squad",
+        settings=run.record(),
+        do_lower_case=run.do_lower_case,
+        max_seq_length=run.max_seq_length,
+        converted_from=f"run_squad_v2.py checkpoint {source}",
+    )
     with atomic_dir(output_dir, overwrite=overwrite) as tmp:
         config.to_json_file(tmp / CONFIG_FILE)
         write_checkpoint(tmp, encoder=model.encoder, task_head=model.task_head)
         shutil.copyfile(sp_model, tmp / SP_MODEL_FILE)
-        write_metadata(tmp, metadata)
+        record.write(tmp)
         if run.export_serving:
             export_serving_model(model, tokenizer, tmp / "serving")
     return Path(output_dir)
