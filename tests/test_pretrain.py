@@ -125,21 +125,12 @@ def test_same_run_resumes_and_another_run_is_refused(corpus, tmp_path):
         _run(corpus, output, batch_size=2)
 
 
-def test_settings_take_the_flags_names_and_the_old_ones_with_a_warning(corpus):
+def test_settings_take_the_flags_names_and_each_default_once(corpus):
     from albert_tf.cli import build_parser
     from albert_tf.pretraining.settings import cli_defaults
 
-    with pytest.warns(FutureWarning) as caught:
-        old = PretrainSettings(
-            corpus["train"], CONFIG, "o", 1, 4, eval_data="h", init_checkpoint="c"
-        )
-    assert [str(w.message).partition(" is")[0] for w in caught] == [
-        "PretrainSettings(eval_data=...)",
-        "PretrainSettings(init_checkpoint=...)",
-    ]
-    assert (old.eval, old.init) == ("h", "c")
-    assert old.record()["eval"] == "h" and old.record()["init"] == "c"
-    assert "eval_data" not in old.record() and "init_checkpoint" not in old.record()
+    settings = PretrainSettings(corpus["train"], CONFIG, "o", 1, 4, eval="h", init="c")
+    assert settings.record()["eval"] == "h" and settings.record()["init"] == "c"
     # Each default is written once, in the settings; the flags read it from there.
     args = build_parser().parse_args(
         ["pretrain", "--data", "d", "--output", "o", "--train-steps", "1", "--batch-size", "4"]

@@ -4,7 +4,8 @@ Field names are the command line's flag names (`--train-steps` is `train_steps`,
 `eval`), so the CLI builds the settings from its parsed arguments and `pretrain_run.json` records
 them under the names a user typed. Every default is written here and only here: `albert-tf
 pretrain` takes its flag defaults from the fields (`cli_defaults`). Run directories written
-before the fields took the flags' names hold `eval_data` and `init_checkpoint` (`LEGACY_NAMES`).
+before the fields took the flags' names record `eval_data` and `init_checkpoint`: they resume as
+they are, since a resume compares only run_dir.RESUME_KEYS.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import argparse
 import dataclasses
 import math
 import os
-import warnings
 from typing import Any
 
 from albert_tf.config import AlbertConfig
@@ -35,8 +35,6 @@ STRATEGY_CHOICES = ("default", "mirrored", "multi_worker", "tpu")
 DEFAULT_STEPS_PER_LOOP = {"TPU": 1000, "GPU": 100, "CPU": 10}
 # Seconds between SIGTERM and the kill that --preemption-grace assumes: a Cloud TPU VM's ~30 s.
 DEFAULT_GRACE_SECONDS = 30.0
-# Old field (and pretrain_run.json key) -> the flag's name that replaced it.
-LEGACY_NAMES = {"eval_data": "eval", "init_checkpoint": "init"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,21 +70,8 @@ class PretrainSettings:
     max_rollbacks: int = DEFAULT_MAX_ROLLBACKS  # rollbacks before a divergence stops the run
     overwrite: bool = False
     progress: bool = True
-    # Deprecated keyword names (LEGACY_NAMES), for one release: not fields, not recorded.
-    eval_data: dataclasses.InitVar[str | tuple[str, ...] | None] = None
-    init_checkpoint: dataclasses.InitVar[str | None] = None
 
-    def __post_init__(self, eval_data: Any = None, init_checkpoint: Any = None) -> None:
-        for old, value in (("eval_data", eval_data), ("init_checkpoint", init_checkpoint)):
-            if value is not None:
-                new = LEGACY_NAMES[old]
-                warnings.warn(
-                    f"PretrainSettings({old}=...) is a deprecated name that will be removed "
-                    f"after albert-tf 0.2: use {new}=...",
-                    FutureWarning,
-                    stacklevel=3,
-                )
-                object.__setattr__(self, new, value)
+    def __post_init__(self) -> None:
         for name in ("data", "eval"):
             value = getattr(self, name)
             if isinstance(value, list):
