@@ -77,6 +77,31 @@ def test_a_run_that_does_not_beat_the_floor_says_so_in_one_line():
     assert not summary.beats(0.5789, summary.Floor("majority class 'pos'", 0.5762, 0.026))
 
 
+class _Text:
+    def __init__(self, text, label):
+        self.text_a, self.text_b, self.label = text, None, label
+
+
+def test_the_bag_of_words_floor_is_tfidf_and_logistic_regression_fit_on_train():
+    train = [
+        _Text(f"{w} film {i}", lab) for i in range(6) for w, lab in (("good", "p"), ("bad", "n"))
+    ]
+    dev = _Data(["p", "n", "p", "n"])
+    dev.examples = [
+        _Text(t, lab) for t, lab in zip(["good", "bad", "bad one", "good one"], "pnpn", strict=True)
+    ]
+    bow = summary.bag_of_words(_Task(), train, dev)
+    assert bow == summary.Floor(summary.BAG_OF_WORDS, 0.5, 0.25)  # the words decide, right or not
+    assert summary.bag_of_words(_Task(), train, None) is None
+    common = dict(metric="accuracy", best_epoch=1, epochs=1, baseline=None, counts=None,
+                  train_path="t", seconds=1, logs="l", learning_rate=1e-3, dtype="float32")  # fmt: skip
+    high = summary.Floor(summary.BAG_OF_WORDS, 0.8, 0.01)
+    lines = summary.summary_lines(best=0.7, bow=high, **common)
+    assert lines[1] == f"{summary.BAG_OF_WORDS}: accuracy 0.8000 (± 0.0100)"
+    assert lines[-1].startswith("warning: the best epoch (accuracy 0.7000) does not beat a bag")
+    assert len(summary.summary_lines(best=0.81, bow=high, **common)) == 3  # beaten: no warning
+
+
 def test_labels_seen_once_or_twice_are_named():
     lines = summary.rare_label_warnings(["pos"] * 5 + ["neg"] * 4 + ["postive", "ne", "ne"], "t")
     assert [line.split("'")[1] for line in lines] == ["postive", "ne"]
@@ -105,8 +130,9 @@ def test_summary_and_floor_warning_end_a_run_that_learns_nothing(pairs, fixtures
     assert not any("epoch 2/5" in line for line in err)  # --quiet: no bar, in any epoch
     defaults = next(line for line in err if line.startswith("defaults for hidden size 32, tiny"))
     assert "epochs 5" in defaults and "learning rate" not in defaults  # given
-    assert err[-4].startswith("best epoch: ") and " of 5, accuracy " in err[-4]
-    assert "; majority class " in err[-4]
+    assert err[-5].startswith("best epoch: ") and " of 5, accuracy " in err[-5]
+    assert "; majority class " in err[-5]
+    assert err[-4].startswith(f"{summary.BAG_OF_WORDS}: accuracy ")
     assert err[-3].startswith(f"labels in {pairs / 'train.tsv'}: ")
     assert err[-2].startswith("time: ") and err[-2].endswith(str(pairs / "out" / "logs"))
     assert err[-1].startswith("warning: the best epoch (accuracy ")
@@ -114,6 +140,8 @@ def test_summary_and_floor_warning_end_a_run_that_learns_nothing(pairs, fixtures
     assert f" in {meta['dtype']}; TensorBoard logs: " in err[-2]  # the dtype it trained in
     assert meta["settings"]["learning_rate"] == 1e-9 and meta["settings"]["epochs"] == 5
     assert meta["floor"]["what"].startswith("majority class")
+    assert meta["bag_of_words"]["what"] == summary.BAG_OF_WORDS
+    assert f"accuracy {meta['bag_of_words']['value']:.4f} (± " in err[-4]
 
 
 def test_a_run_that_learns_nothing_restarts_with_the_next_seed(pairs, fixtures_dir, capsys):
@@ -134,7 +162,7 @@ def test_a_run_that_learns_nothing_restarts_with_the_next_seed(pairs, fixtures_d
     )
     assert kept.startswith(expected) and kept.endswith(" s in all)")
     # the kept run's closing lines come last and name the output, not a run's scratch directory
-    assert err[-5] == f"wrote {pairs / 'out'} (best epoch 1, accuracy {meta['best_value']:.4f})"
+    assert err[-6] == f"wrote {pairs / 'out'} (best epoch 1, accuracy {meta['best_value']:.4f})"
     assert err[-2].endswith(str(pairs / "out" / "logs")) and err[-1].startswith("warning: ")
     assert sorted(p.name for p in (pairs / "out").iterdir() if p.name.startswith(".")) == []
 

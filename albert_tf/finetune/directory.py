@@ -55,6 +55,8 @@ class FinetuneRecord:
         best_metric, best_value, best_epoch: the --eval metric the best epoch was chosen by, its
             value (NaN if the run diverged) and that epoch (None without --eval).
         floor: the baseline the run must beat ({"what", "value"}, e.g. the majority class).
+        bag_of_words: classify with --eval: the score of TF-IDF + logistic regression fit on
+            the same --train ({"what", "value"}; `finetune.summary.bag_of_words`).
         learned: whether the best epoch beat the floor by more than its standard error (None
             without --eval); a run that did not is restarted (--restarts).
         history: one record per epoch (steps, train_loss, eval metrics).
@@ -75,6 +77,7 @@ class FinetuneRecord:
     best_value: float | None = None
     best_epoch: int | None = None
     floor: dict[str, Any] | None = None
+    bag_of_words: dict[str, Any] | None = None
     learned: bool | None = None
     history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     skipped: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -109,7 +112,7 @@ class FinetuneRecord:
         """The record as finetune.json's JSON object (unset optional parts left out)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         unknown = data.pop("unknown")
-        for name in ("seeds", "restarts", "converted_from"):
+        for name in ("seeds", "restarts", "converted_from", "bag_of_words"):
             if data[name] is None:
                 del data[name]
         return {**data, **unknown}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from albert_tf.config import CONFIG_FILE, AlbertConfig, resolve_config
+from albert_tf.config import CONFIG_FILE, SHIPPED_DIR, SP_MODEL_FILE, AlbertConfig, resolve_config
 from albert_tf.errors import CheckpointError, ConfigError
 
 KINDS = ("checkpoint", "tf1", "hub", "random")
@@ -69,7 +69,8 @@ def load_source(
     - an original TF1 checkpoint (prefix or directory), with `config` or an
       `albert_config.json` beside it, converted in memory;
     - a TF-Hub encoder SavedModel directory (fine-tuned through `hub.KerasLayer(trainable=True)`);
-    - `"random"` with `config` (preset or JSON): the same architecture, randomly initialized.
+    - `"random"` with `config` (preset, shipped model name or JSON): the same architecture,
+      randomly initialized; a shipped model's name brings its SentencePiece model too.
 
     `sp_model` overrides the SentencePiece model found with the source. Raises CheckpointError
     or ConfigError with one line naming what is missing.
@@ -81,8 +82,11 @@ def load_source(
         if config is None:
             raise ConfigError("--init random needs --config (a preset or albert_config.json)")
         from albert_tf.encoder import AlbertEncoder
+        from albert_tf.pretrained import is_shipped
 
         resolved = resolve_config(config)
+        if sp_path is None and is_shipped(config):  # the shipped vocabulary comes with the name
+            sp_path = SHIPPED_DIR / str(config) / SP_MODEL_FILE
         return Source("random", AlbertEncoder(resolved), resolved, sp_path)
     from albert_tf.pretrained import resolve
 

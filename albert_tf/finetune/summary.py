@@ -74,6 +74,50 @@ def improves(value: float | None, best: float | None, first: bool = False) -> bo
     return best is None or math.isnan(best) or value > best
 
 
+BAG_OF_WORDS = "a bag of words (TF-IDF of word 1-2 grams + logistic regression)"
+_BOW_CS = (0.1, 1.0, 10.0, 100.0)  # C picked by 3-fold cross-validation on --train
+
+
+def _joined(example) -> str:
+    return example.text_a if example.text_b is None else f"{example.text_a} {example.text_b}"
+
+
+def bag_of_words(task, train_examples: list, eval_data) -> Floor | None:
+    """The score on `eval_data` of a bag of words fit on the same training examples: TF-IDF of
+    word 1-2 grams (sublinear tf) and a logistic regression whose C is picked by 3-fold
+    cross-validation on --train (C = 1 when a label has fewer than 3 examples). The floor a
+    network must beat to be worth its cost. None for tasks other than classify, runs without
+    --eval, or training data of one label."""
+    if eval_data is None or task.name != "classify":
+        return None
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_score
+
+    labels = [str(e.label) for e in train_examples]
+    counts = Counter(labels)
+    if len(counts) < 2:
+        return None
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+    features = vectorizer.fit_transform([_joined(e) for e in train_examples])
+    c = 1.0
+    if min(counts.values()) >= 3:
+        scores = {
+            c: cross_val_score(
+                LogisticRegression(C=c, max_iter=2000), features, labels, cv=3
+            ).mean()
+            for c in _BOW_CS
+        }
+        c = max(scores, key=scores.get)
+    model = LogisticRegression(C=c, max_iter=2000).fit(features, labels)
+    predicted = model.predict(vectorizer.transform([_joined(e) for e in eval_data.examples]))
+    by_name = {str(label): label for label in (e.label for e in train_examples)}
+    records = [{"label": by_name[p]} for p in predicted]
+    value = task.evaluate(records, eval_data)[task.best_metric]
+    n = len(eval_data.examples)
+    return Floor(BAG_OF_WORDS, value, math.sqrt(value * (1 - value) / max(n, 1)))
+
+
 def beats(value: float | None, baseline: Floor | None) -> bool:
     """Whether the best epoch's `value` is above the floor by more than its standard error
     (True when there is no floor)."""
@@ -99,6 +143,7 @@ def summary_lines(
     logs: str,
     learning_rate: float,
     dtype: str,
+    bow: Floor | None = None,
 ) -> list[str]:
     """The run's closing lines: best epoch and floor, label counts, time and the dtype the run
     computed in, where the logs are, and a warning when the best epoch does not beat the floor."""
@@ -109,6 +154,8 @@ def summary_lines(
         if baseline is not None:
             line += f"; {baseline.what} {baseline.value:.4f} (± {baseline.margin:.4f})"
         lines = [line]
+    if bow is not None:
+        lines.append(f"{bow.what}: {metric} {bow.value:.4f} (± {bow.margin:.4f})")
     if counts:
         shown = ", ".join(f"{label} {n}" for label, n in counts.items())
         lines.append(f"labels in {train_path}: {shown}")
@@ -120,5 +167,11 @@ def summary_lines(
             f"nothing was learned; try another --learning-rate (now {learning_rate:g}; see "
             "the defaults by model size in --help), more --epochs, more data or a better "
             "pretrained --init (albert_en_mini)"
+        )
+    elif bow is not None and best is not None and not best > bow.value:
+        lines.append(
+            f"warning: the best epoch ({metric} {best:.4f}) does not beat {bow.what} "
+            f"({bow.value:.4f}), which fits in seconds: use it, or try more data, more --epochs "
+            "or a better --init"
         )
     return lines

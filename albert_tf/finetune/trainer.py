@@ -288,13 +288,15 @@ def _finetune_once(
         best_scores = next((r.get("eval") for r in history if r["epoch"] == best_epoch), None)
         task.after_training(best_scores)
         baseline = summary.floor(task, train.examples, evaluation)
+        bow = summary.bag_of_words(task, train.examples, evaluation)
         record = _record(task, settings, source, dtype, (history, best, best_epoch), baseline)
+        record.bag_of_words = None if bow is None else {"what": bow.what, "value": bow.value}
         record.skipped = {"train": train.skipped, "eval": evaluation.skipped if evaluation else {}}
         _write_directory(tmp, source, tokenizer, record, model if settings.export_serving else None)
     counts = None
     if task.name == "classify":
         counts = summary.label_counts([e.label for e in train.examples])
-    lines = _closing_lines(settings, record, baseline, counts, shown_output, started)
+    lines = _closing_lines(settings, record, (baseline, bow), counts, shown_output, started)
     for line in lines:
         (closing or log)(line)
     return FinetunedModel(model, tokenizer, task, record)
@@ -353,12 +355,14 @@ def _write_directory(
 def _closing_lines(
     settings: FinetuneSettings,
     record: FinetuneRecord,
-    baseline: summary.Floor | None,
+    floors: tuple[summary.Floor | None, summary.Floor | None],
     counts: dict[str, int] | None,
     shown_output: str | None,
     started: float,
 ) -> list[str]:
-    """ "wrote DIR (best epoch ...)" and the summary (`summary.summary_lines`)."""
+    """ "wrote DIR (best epoch ...)" and the summary (`summary.summary_lines`); `floors`: the
+    majority-class (or mean) floor and the bag-of-words one."""
+    baseline, bow = floors
     shown_output = shown_output or settings.output_dir
     best, best_epoch = record.best_value, record.best_epoch
     best_text = f", {record.best_metric} {best:.4f}" if best is not None else ""
@@ -375,4 +379,5 @@ def _closing_lines(
         logs=os.path.join(shown_output, "logs"),
         learning_rate=settings.learning_rate,
         dtype=record.dtype,
+        bow=bow,
     )
