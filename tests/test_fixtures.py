@@ -22,6 +22,22 @@ READ_BY_TESTS = [
             "reference_outputs.npz",
         )
     ),
+    *(
+        f"albert_tf1_squad_v2/{name}"
+        for name in (
+            "albert_config.json",
+            "model.ckpt.index",
+            "model.ckpt.data-00000-of-00001",
+            "reference_outputs.npz",
+            "squad_v2.json",
+            "settings.json",
+            "features.json",
+            "predictions.json",
+            "nbest_predictions.json",
+            "null_odds.json",
+            "eval_results.json",
+        )
+    ),
     "tokenizer/spm.model",
     "tokenizer/spm.vocab",
     "tokenizer/reference_tokenization.json",
