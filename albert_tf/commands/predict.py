@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSONL output, one record per example (default: stdout). Records start with id: the "
         "input's id column (id, idx, index, guid, pairID; SQuAD and RACE ids) as the string "
         "given, else the number of its line in --input. Then classify {label, probabilities}; regress {prediction}; squad {answer, "
-        "char_start, char_end, null_score_diff}; multiple-choice {label, probabilities}; tag "
+        "char_start, char_end, null_score_diff; on v2.0 data also best_span: the answer if the "
+        "question is answered}; multiple-choice {label, probabilities}; tag "
         "{words, tags}",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
