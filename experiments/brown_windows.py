@@ -113,8 +113,8 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
         result = finetune(
             FinetuneSettings(
                 task="classify",
-                train_path=str(work / "train.tsv"),
-                output_dir=str(work / f"runs/windows-{windows}"),
+                train=str(work / "train.tsv"),
+                output=str(work / f"runs/windows-{windows}"),
                 init="random",
                 max_seq_length=args.max_seq_length,
                 max_windows=windows,
@@ -127,7 +127,7 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
                 restarts=0,  # one draw per seed: these runs measure, not pick
                 reinit_pooler=False,  # as when the committed results were measured
                 dtype="float32",
-                eval_path=str(work / "dev.tsv"),
+                eval=str(work / "dev.tsv"),
                 config=str(work / CONFIG_FILE),
                 sp_model=str(sp_model),
                 overwrite=True,

@@ -91,12 +91,12 @@ def run_one(args: argparse.Namespace, learning_rate: float, epochs: int, seed: i
     with tempfile.TemporaryDirectory(prefix="finetune_defaults-") as work:
         settings = FinetuneSettings(
             task="classify",
-            train_path=args.train,
-            eval_path=args.dev,
+            train=args.train,
+            eval=args.dev,
             init=args.init,
             config=args.config,
             sp_model=args.sp_model,
-            output_dir=str(Path(work) / "model"),
+            output=str(Path(work) / "model"),
             learning_rate=learning_rate,
             epochs=epochs,
             seed=seed,

@@ -151,8 +151,8 @@ def finetune_run(args, work: Path, sp_model: Path, run: str, longest: int, seed:
     started, load = time.time(), os.getloadavg()[0]
     result = finetune(
         FinetuneSettings(
-            train_path=str(work / "train.tsv"),
-            output_dir=str(work / "runs" / run),
+            train=str(work / "train.tsv"),
+            output=str(work / "runs" / run),
             init="random",
             task="classify",
             max_seq_length=args.max_seq_length,
@@ -164,7 +164,7 @@ def finetune_run(args, work: Path, sp_model: Path, run: str, longest: int, seed:
             restarts=0,  # one draw per seed: these runs measure, not pick
             reinit_pooler=False,  # as when the committed results were measured
             dtype="float32",
-            eval_path=str(work / "dev.tsv"),
+            eval=str(work / "dev.tsv"),
             config=str(work / "albert_config.json"),
             sp_model=str(sp_model),
             overwrite=True,

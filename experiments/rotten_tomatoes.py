@@ -144,8 +144,8 @@ def finetune_and_score(
     started = time.time()
     result = finetune(
         FinetuneSettings(
-            train_path=str(paths["train"]),
-            output_dir=str(output),
+            train=str(paths["train"]),
+            output=str(output),
             init=init,
             task="classify",
             max_seq_length=max_seq_length,
@@ -157,7 +157,7 @@ def finetune_and_score(
             reinit_pooler=False,  # as when the committed results were measured
             dtype=dtype,
             train_steps=max_steps,
-            eval_path=str(paths["dev"]),
+            eval=str(paths["dev"]),
             config=str(config) if config else None,
             sp_model=str(sp_model),
             overwrite=True,

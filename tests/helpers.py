@@ -517,11 +517,11 @@ def finetune_files(
             settings["config"] = str(write_config(root))
     return finetune(
         FinetuneSettings(
-            train_path=str(root / train_file),
-            output_dir=str(root / output),
+            train=str(root / train_file),
+            output=str(root / output),
             init=str(init),
             task=task,
-            eval_path=str(root / eval_file) if eval_file else None,
+            eval=str(root / eval_file) if eval_file else None,
             **settings,
         ),
         log=lambda line: None,

@@ -36,7 +36,7 @@ def test_every_flag_reaches_the_settings_and_the_record():
         "--config=tiny",
         "--sp-model=spm.model",
     )
-    assert (settings.eval_path, settings.has_header, settings.do_lower_case) == (
+    assert (settings.eval, settings.has_header, settings.do_lower_case) == (
         "d.tsv",
         False,
         False,
@@ -49,6 +49,16 @@ def test_every_flag_reaches_the_settings_and_the_record():
     assert FinetuneSettings.from_record(record) == settings
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.epochs = 1
+
+
+def test_the_record_uses_the_flags_names_and_old_records_read_back():
+    record = _from_argv("--eval=d.tsv").record()
+    assert (record["train"], record["eval"], record["output"]) == ("t.tsv", "d.tsv", "out")
+    assert not {"train_path", "eval_path", "output_dir"} & set(record)
+    # finetune.json of a model fine-tuned before the settings took the flags' names
+    old = {k: v for k, v in record.items() if k not in ("train", "eval", "output")}
+    old |= {"train_path": "t.tsv", "eval_path": "d.tsv", "output_dir": "out"}
+    assert FinetuneSettings.from_record(old) == FinetuneSettings.from_record(record)
 
 
 def test_a_model_from_before_reads_its_windows_at_the_head():

@@ -21,7 +21,7 @@ def test_defaults_follow_the_hidden_size_and_flags_win():
     assert size_defaults(256).learning_rate == 3e-4  # albert_en_mini
     assert size_defaults(768).learning_rate == 2e-5  # base
     assert size_defaults(None) == SIZE_DEFAULTS[-1]
-    settings = FinetuneSettings(task="classify", train_path="t", init="random", output_dir="o")
+    settings = FinetuneSettings(task="classify", train="t", init="random", output="o")
     assert settings.learning_rate is None and settings.epochs is None  # filled in by size
     assert FinetuneSettings(**{**settings.record(), "learning_rate": 3e-4}).learning_rate == 3e-4
 
@@ -176,7 +176,7 @@ def test_restarts_stop_at_the_first_run_that_learns(tmp_path):
     values = {7: 0.50, 8: 0.81, 9: 0.90}  # seed 9 would be better, but 8 learned: no third run
 
     def one_run(settings, log, progress, closing, shown_output):
-        Path(settings.output_dir).mkdir(parents=True)
+        Path(settings.output).mkdir(parents=True)
         value = values[settings.seed]
         record = FinetuneRecord(
             "classify", settings.record(), best_value=value, learned=value > 0.6
@@ -186,7 +186,7 @@ def test_restarts_stop_at_the_first_run_that_learns(tmp_path):
         return SimpleNamespace(record=record, settings=settings)
 
     settings = FinetuneSettings(
-        "classify", "t.tsv", "random", str(tmp_path / "out"), eval_path="d.tsv", seed=7
+        "classify", "t.tsv", "random", str(tmp_path / "out"), eval="d.tsv", seed=7
     )
     lines = []
     result = finetune_restarts(settings, one_run, lines.append, progress=False)
@@ -212,7 +212,7 @@ def test_a_nan_first_run_is_not_kept_over_a_finite_one(tmp_path, first):
     values = {7: first, 8: 0.31, 9: math.nan}  # the first run diverged, the last too
 
     def one_run(settings, log, progress, closing, shown_output):
-        Path(settings.output_dir).mkdir(parents=True)
+        Path(settings.output).mkdir(parents=True)
         value = values[settings.seed]
         record = FinetuneRecord("classify", settings.record(), best_value=value, learned=False)
         closing(f"wrote {shown_output}")
@@ -222,7 +222,7 @@ def test_a_nan_first_run_is_not_kept_over_a_finite_one(tmp_path, first):
     common = ("classify", "t.tsv", "random")
     for name, run in (("restarts", finetune_restarts), ("seeds", finetune_seeds)):
         settings = FinetuneSettings(
-            *common, str(tmp_path / name), eval_path="d.tsv", seed=7, restarts=2, seeds=3
+            *common, str(tmp_path / name), eval="d.tsv", seed=7, restarts=2, seeds=3
         )
         result = run(settings, one_run, lambda line: None, progress=False)
         assert result.settings.seed == 8 and result.record.best_value == 0.31, name

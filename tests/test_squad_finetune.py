@@ -81,8 +81,8 @@ def squad_run(request, tmp_path_factory, fixtures_dir):
     result = finetune(
         FinetuneSettings(
             squad_head=request.param,
-            train_path=str(squad_file(root / "train-v2.0.json", 4)),
-            output_dir=str(root / "model"),
+            train=str(squad_file(root / "train-v2.0.json", 4)),
+            output=str(root / "model"),
             init="random",
             task="squad",
             max_seq_length=40,
@@ -94,7 +94,7 @@ def squad_run(request, tmp_path_factory, fixtures_dir):
             learning_rate=2e-3,
             dtype="float32",
             seed=3,
-            eval_path=str(squad_file(root / "dev-v2.0.json", 1)),
+            eval=str(squad_file(root / "dev-v2.0.json", 1)),
             config=str(write_config(root)),
             sp_model=str(fixtures_dir / "tokenizer" / "spm.model"),
         ),

@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
     from albert_tf.io_utils import check_output_path, sigterm_interrupts
 
     settings = FinetuneSettings.from_args(args)
-    check_output_path(settings.output_dir, settings.overwrite)
+    check_output_path(settings.output, settings.overwrite)
     # SIGTERM (a preempted VM) unwinds like Ctrl-C: the output, written in a temporary
     # directory renamed into place at the end, is then removed, not left half-written.
     with sigterm_interrupts():

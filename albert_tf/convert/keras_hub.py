@@ -412,9 +412,9 @@ def _write_classifier(
     else:
         settings = FinetuneSettings(
             task="classify",
-            train_path=f"(converted from the keras-hub preset {path})",
+            train=f"(converted from the keras-hub preset {path})",
             init=str(path),
-            output_dir=str(output_dir),
+            output=str(output_dir),
             labels=tuple(str(i) for i in range(kernel.shape[1])),
             max_seq_length=preset.sequence_length or preset.config.max_position_embeddings,
             do_lower_case=tokenizer.get("do_lower_case", True),

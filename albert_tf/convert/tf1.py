@@ -128,9 +128,9 @@ def convert_tf1_squad(
     source = str(checkpoint)
     run = FinetuneSettings(
         task="squad",
-        train_path=f"(converted from the TF1 checkpoint {source})",
+        train=f"(converted from the TF1 checkpoint {source})",
         init=source,
-        output_dir=str(output_dir),
+        output=str(output_dir),
         squad_head="albert",
         version_2_with_negative=True,
         **{**RUN_SQUAD_V2_SETTINGS, **(settings or {})},

@@ -48,18 +48,18 @@ def _run_seeds(
     output. Returns (the kept run, every run's figures, the kept run's closing lines)."""
     count = settings.restarts + 1 if restarts else settings.seeds
     runs, kept = [], None
-    with atomic_dir(settings.output_dir, overwrite=settings.overwrite) as tmp:
+    with atomic_dir(settings.output, overwrite=settings.overwrite) as tmp:
         for attempt in range(count):
             seed = settings.seed + attempt
             if not restarts:
                 log(f"seed {seed} (run {attempt + 1} of {count})")
             directory = tmp / SEEDS_DIR / f"seed-{seed}"
             one = settings.replace(
-                seed=seed, seeds=1, restarts=0, output_dir=str(directory), overwrite=False
+                seed=seed, seeds=1, restarts=0, output=str(directory), overwrite=False
             )
             closing: list[str] = []
             result = finetune(
-                one, log, progress, closing=closing.append, shown_output=settings.output_dir
+                one, log, progress, closing=closing.append, shown_output=settings.output
             )
             record = result.record
             if restarts:
@@ -107,17 +107,17 @@ def finetune_seeds(
 ) -> FinetunedModel:
     """Runs `settings.seeds` fine-tunings with seeds `settings.seed`, +1, ..., each by
     `finetune(settings, log, progress, closing=..., shown_output=...)` (one run of
-    `trainer.finetune`); writes the one best on --eval to `settings.output_dir`, its
+    `trainer.finetune`); writes the one best on --eval to `settings.output`, its
     finetune.json holding every run's figure under "seeds". ConfigError without --eval."""
-    if settings.eval_path is None:
+    if settings.eval is None:
         raise ConfigError("--seeds needs --eval: the model kept is the run best on it")
     result, _, _ = _run_seeds(settings, finetune, log, progress, restarts=False)
     seeds = result.record.seeds
     log(
         f"{seeds['metric']} over {len(seeds['runs'])} seeds: mean {seeds['mean']:.4f} ± "
         f"{seeds['sd']:.4f} (sd); kept seed {seeds['kept_seed']} "
-        f"({result.record.best_value:.4f}, the best on {settings.eval_path}) in "
-        f"{settings.output_dir}"
+        f"({result.record.best_value:.4f}, the best on {settings.eval}) in "
+        f"{settings.output}"
     )
     return result
 
@@ -129,14 +129,14 @@ def finetune_restarts(
     progress: bool = True,
 ) -> FinetunedModel:
     """`finetune --restarts N` with --eval (see the module docstring): writes the run best on
-    --eval to `settings.output_dir`, with every run's figure under "restarts" in its
+    --eval to `settings.output`, with every run's figure under "restarts" in its
     finetune.json, and logs its closing lines last."""
     started = time.monotonic()
     result, runs, closing = _run_seeds(settings, finetune, log, progress, restarts=True)
     if len(runs) > 1:
         log(
             f"kept seed {result.settings.seed} of {len(runs)} runs (the best on "
-            f"{settings.eval_path}; {duration(time.monotonic() - started)} in all)"
+            f"{settings.eval}; {duration(time.monotonic() - started)} in all)"
         )
     for line in closing:
         log(line)

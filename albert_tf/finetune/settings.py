@@ -2,10 +2,12 @@
 and finetune.json.
 
 Every default is written here and only here: `albert-tf finetune` takes its flag defaults from
-the fields (`cli_defaults`). Field names are the flag names (`--max-windows` is `max_windows`)
-except where a flag turns something off or names a path: `--train`/`--eval`/`--output` are
-`train_path`/`eval_path`/`output_dir`, `--no-header`/`--no-lower-case`/`--no-serving` are
-`has_header`/`do_lower_case`/`export_serving`, and `--labels a,b` is the tuple ("a", "b").
+the fields (`cli_defaults`). Field names are the flag names (`--max-windows` is `max_windows`,
+`--eval` is `eval`) except where a flag turns something off: `--no-header`/`--no-lower-case`/
+`--no-serving` are `has_header`/`do_lower_case`/`export_serving` (the positive name that
+finetune.json, `predict` and the exports read), and `--labels a,b` is the tuple ("a", "b").
+Model directories written before the paths took the flags' names record `train_path`,
+`eval_path` and `output_dir` (`LEGACY_NAMES`, read by `from_record`).
 `has_pair` and `version_2_with_negative` are not flags: the task learns them from the training
 file (`Task.configure` replaces the settings with them filled in), and finetune.json records
 them with the rest, so `predict` and the serving export read a model exactly as it was trained.
@@ -33,8 +35,9 @@ SQUAD_HEADS = ("albert", "bert")
 # Chosen by experiments/long_documents.py (docs/guides/long-documents.md): at equal K it matched
 # windows over every token where the evidence comes last, and cost nothing where it does not.
 DEFAULT_WINDOW_PLACEMENT = "spread"
-# Flag -> field where the two names differ (the flag's value is used as is unless inverted).
-_RENAMED = {"train": "train_path", "eval": "eval_path", "output": "output_dir"}
+# Old finetune.json key -> the flag's name that replaced it.
+LEGACY_NAMES = {"train_path": "train", "eval_path": "eval", "output_dir": "output"}
+# Flag -> field where a flag turns something off.
 _INVERTED = {
     "no_header": "has_header",
     "no_lower_case": "do_lower_case",
@@ -50,10 +53,10 @@ class FinetuneSettings:
     """Everything one `finetune` run needs; see `albert-tf finetune --help` for each flag."""
 
     task: str  # one of TASK_NAMES
-    train_path: str  # training file (--train)
+    train: str  # the training file
     init: str  # checkpoint dir, TF1 checkpoint, TF-Hub encoder dir, or "random"
-    output_dir: str  # the fine-tuned model directory (--output)
-    eval_path: str | None = None  # evaluated after each epoch (--eval)
+    output: str  # the fine-tuned model directory
+    eval: str | None = None  # evaluated after each epoch
     overwrite: bool = False
     config: str | None = None  # albert_config.json or preset (TF1 checkpoints, "random")
     sp_model: str | None = None  # default: the one that comes with `init`
@@ -73,8 +76,8 @@ class FinetuneSettings:
         None  # at most this many steps (default: the epochs'); 0 evaluates the start
     )
     seed: int = 12345
-    seeds: int = 1  # runs with seeds seed, seed+1, ...; the best on eval_path is kept
-    restarts: int = 2  # with eval_path: a run that does not beat its floor starts again
+    seeds: int = 1  # runs with seeds seed, seed+1, ...; the best on eval is kept
+    restarts: int = 2  # with eval: a run that does not beat its floor starts again
     dtype: str = "auto"
     # === Features ===
     max_seq_length: int = 128
@@ -112,7 +115,7 @@ class FinetuneSettings:
     def __post_init__(self) -> None:
         if self.labels is not None and not isinstance(self.labels, tuple):
             object.__setattr__(self, "labels", tuple(self.labels))
-        for name in ("train_path", "eval_path", "output_dir", "init", "config", "sp_model"):
+        for name in ("train", "eval", "output", "init", "config", "sp_model"):
             value = getattr(self, name)
             if isinstance(value, os.PathLike):
                 object.__setattr__(self, name, os.fspath(value))
@@ -207,7 +210,7 @@ class FinetuneSettings:
     def from_args(cls, args: argparse.Namespace) -> FinetuneSettings:
         """The settings from `albert-tf finetune`'s parsed arguments."""
         given = vars(args)
-        values = {_RENAMED.get(k, k): v for k, v in given.items() if _RENAMED.get(k, k) in _FIELDS}
+        values = {k: v for k, v in given.items() if k in _FIELDS}
         values.update({field: not given[flag] for flag, field in _INVERTED.items()})
         if values.get("labels") is not None:
             values["labels"] = tuple(values["labels"].split(","))
@@ -217,12 +220,13 @@ class FinetuneSettings:
     def from_record(cls, record: dict[str, Any]) -> FinetuneSettings:
         """The settings a model directory's finetune.json recorded (`record()`), also from a
         model fine-tuned before the settings were one object (task and training settings apart,
-        no paths, windows at the head, SQuAD with BERT's head)."""
+        no paths, windows at the head, SQuAD with BERT's head; paths under LEGACY_NAMES)."""
         values = {"window_placement": "head"} if "window_placement" not in record else {}
         if "squad_head" not in record:  # SQuAD models from before ALBERT's head have BERT's
             values["squad_head"] = "bert"
-        values.update({k: v for k, v in record.items() if k in _FIELDS})
-        for name in ("train_path", "init", "output_dir"):
+        values.update({LEGACY_NAMES.get(k, k): v for k, v in record.items()})
+        values = {k: v for k, v in values.items() if k in _FIELDS}
+        for name in ("train", "init", "output"):
             values.setdefault(name, _PLACEHOLDER)
         return cls(**values)
 
@@ -253,6 +257,5 @@ def cli_defaults() -> dict[str, Any]:
     return {
         f.name: f.default
         for f in dataclasses.fields(FinetuneSettings)
-        if f.default is not dataclasses.MISSING
-        and f.name not in (*_RENAMED.values(), *_INVERTED.values(), *_LEARNED)
+        if f.default is not dataclasses.MISSING and f.name not in (*_INVERTED.values(), *_LEARNED)
     }

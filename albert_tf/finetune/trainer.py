@@ -102,19 +102,17 @@ def _load_data(
     settings: FinetuneSettings, task: Task, tokenizer: AlbertTokenizer, log: Callable[[str], None]
 ) -> tuple[TaskData, TaskData | None]:
     """The training data (read once; it completes the task settings) and the evaluation data."""
-    train = task.load(settings.train_path, tokenizer, training=True, configure=True)
+    train = task.load(settings.train, tokenizer, training=True, configure=True)
     for what, count in train.skipped.items():
-        log(f"{settings.train_path}: {count} {what}")
+        log(f"{settings.train}: {count} {what}")
     if task.name == "classify":
-        for line in summary.rare_label_warnings(
-            [e.label for e in train.examples], settings.train_path
-        ):
+        for line in summary.rare_label_warnings([e.label for e in train.examples], settings.train):
             log(line)
-    if settings.eval_path is None:
+    if settings.eval is None:
         return train, None
-    evaluation = task.load(settings.eval_path, tokenizer, training=False)
+    evaluation = task.load(settings.eval, tokenizer, training=False)
     for what, count in evaluation.skipped.items():
-        log(f"{settings.eval_path}: {count} {what}")
+        log(f"{settings.eval}: {count} {what}")
     return train, evaluation
 
 
@@ -228,7 +226,7 @@ def _train(
 def finetune(
     settings: FinetuneSettings, log: Callable[[str], None] = print, progress: bool = True
 ) -> FinetunedModel:
-    """Fine-tunes `settings.init` on `settings.train_path`; writes `settings.output_dir` and
+    """Fine-tunes `settings.init` on `settings.train`; writes `settings.output` and
     returns what `predict.load_finetuned` would read from it, with the best weights in memory.
     The learning rate, epochs and warmup left None come from the encoder's size
     (`finetune.defaults`). The last lines logged are `summary.summary_lines`; `progress`
@@ -238,12 +236,12 @@ def finetune(
     Raises ConfigError/CheckpointError/DataError (one line each) for bad settings, sources and
     data, before any training starts.
     """
-    for flag, path in (("--train", settings.train_path), ("--eval", settings.eval_path)):
+    for flag, path in (("--train", settings.train), ("--eval", settings.eval)):
         if path is not None and not os.path.exists(path):
             raise DataError(f"{flag} {path} does not exist")
     if settings.seeds > 1:
         return finetune_seeds(settings, _finetune_once, log, progress)
-    if settings.restarts > 0 and settings.eval_path is not None and settings.train_steps != 0:
+    if settings.restarts > 0 and settings.eval is not None and settings.train_steps != 0:
         return finetune_restarts(settings, _finetune_once, log, progress)
     return _finetune_once(settings, log, progress)
 
@@ -256,13 +254,13 @@ def _finetune_once(
     shown_output: str | None = None,
 ) -> FinetunedModel:
     """One run of `finetune` (one seed). Its closing lines ("wrote ..." and the summary) go to
-    `closing` (default: `log`) and name `shown_output` (default: `settings.output_dir`)."""
+    `closing` (default: `log`) and name `shown_output` (default: `settings.output`)."""
     started = time.monotonic()
     task = get_task(settings)
     dtype = resolve_dtype(settings.dtype)
     keras.utils.set_random_seed(settings.seed)
     with (
-        atomic_dir(settings.output_dir, overwrite=settings.overwrite) as tmp,
+        atomic_dir(settings.output, overwrite=settings.overwrite) as tmp,
         keras_policy(dtype),
     ):
         source = load_source(settings.init, config=settings.config, sp_model=settings.sp_model)
@@ -313,7 +311,7 @@ def _record(
     """The run's finetune.json record: the task and its settings, the encoder's kind, the dtype,
     the best epoch (`trained`: history, best value, best epoch) beside the floor."""
     history, best, best_epoch = trained
-    evaluated = settings.eval_path is not None
+    evaluated = settings.eval is not None
     return FinetuneRecord(
         task=task.name,
         settings=task.settings.record(),
@@ -363,7 +361,7 @@ def _closing_lines(
     """ "wrote DIR (best epoch ...)" and the summary (`summary.summary_lines`); `floors`: the
     majority-class (or mean) floor and the bag-of-words one."""
     baseline, bow = floors
-    shown_output = shown_output or settings.output_dir
+    shown_output = shown_output or settings.output
     best, best_epoch = record.best_value, record.best_epoch
     best_text = f", {record.best_metric} {best:.4f}" if best is not None else ""
     lines = [f"wrote {shown_output} (best epoch {best_epoch}{best_text})"]
@@ -374,7 +372,7 @@ def _closing_lines(
         epochs=settings.epochs,
         baseline=baseline,
         counts=counts,
-        train_path=settings.train_path,
+        train_path=settings.train,
         seconds=time.monotonic() - started,
         logs=os.path.join(shown_output, "logs"),
         learning_rate=settings.learning_rate,
