@@ -104,7 +104,7 @@ def run_check(settings: CheckSettings, echo: Callable[[str], None] = print) -> C
         from albert_tf.errors import ConfigError
 
         raise ConfigError(
-            f"--seq-length {settings.seq_length} exceeds the config's "
+            f"--max-seq-length {settings.seq_length} exceeds the config's "
             f"{config.max_position_embeddings} position embeddings"
         )
     # Validates batch, accumulation, steps per loop, dtype, strategy and jit names like pretrain.
