@@ -180,3 +180,22 @@ def test_hugging_face_export_refuses_albert_s_head(converted, capsys):
     line = one_error_line(capsys.readouterr().err, "export")
     assert "has ALBERT's SQuAD 2.0 head" in line and "--squad-head bert" in line
     assert not (directory / "hf").exists()
+
+
+@pytest.mark.parametrize("runtime", ["onnx", "tflite"])
+def test_int8_runtimes_give_stripped_spans_of_the_context(original, converted, tmp_path, runtime):
+    """`predict --runtime`: the int8 encoder under ALBERT's head; answers are still stripped
+    spans of their context (int8 moves the logits, so the answers need not be the original's)."""
+    path, _, _ = original
+    directory, _, data = converted
+    out = tmp_path / "predictions.jsonl"
+    command = ["predict", "--checkpoint", str(directory), "--input", str(path / "squad_v2.json")]
+    assert main([*command, "--output", str(out), "--runtime", runtime]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    contexts = {e.qid: e.context for e in data.examples}
+    assert sorted(r["id"] for r in records) == sorted(contexts)
+    for r in records:
+        if r["answer"]:
+            assert r["answer"] == r["answer"].strip()
+            assert contexts[r["id"]][r["char_start"] : r["char_end"]] == r["answer"]
+        assert r["best_span"] == r["best_span"].strip() and r["best_span"] in contexts[r["id"]]
