@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from albert_tf.errors import ConfigError
 from albert_tf.finetune.alignment import encode_with_offsets
 from albert_tf.finetune.data import SquadExample, read_squad
 from albert_tf.finetune.squad import (
@@ -229,3 +230,17 @@ def test_answers_never_start_or_end_with_whitespace(tokenizer, lead, words, seed
             if text:
                 assert text == text.strip()
                 assert context[char_start:char_end] == text
+
+
+def test_squad_models_from_before_albert_s_head_load_with_bert_s():
+    from albert_tf.finetune.settings import FinetuneSettings
+    from albert_tf.finetune.tasks import get_task
+
+    old = FinetuneSettings.from_record({"task": "squad", "null_score_diff_threshold": 0.0})
+    assert old.squad_head == "bert" and not get_task(old).albert_head
+    new = FinetuneSettings.from_record({"task": "squad", "squad_head": None})
+    assert get_task(new).albert_head  # v2.0 by default: ALBERT's head
+    with pytest.raises(ConfigError, match="--squad-head must be one of albert, bert"):
+        FinetuneSettings.from_record({"task": "squad", "squad_head": "xlnet"})
+    with pytest.raises(ConfigError, match="--start-n-top must be at most --max-seq-length 8"):
+        FinetuneSettings.from_record({"task": "squad", "max_seq_length": 8, "start_n_top": 9})
