@@ -233,6 +233,7 @@ def _train(loop: _Loop, manager, rows, targets, total, steps_per_epoch, output, 
     step = int(loop.step.numpy())
     bar = progress_bar(total=total, initial=step, unit="step", desc="distill", enabled=progress)
     sums: dict[str, float] = {}
+    count = 0  # steps in `sums` (fewer than --log-every in a resumed run's first window)
     started = time.monotonic()
     with StopSignals() as signals:
         while step < total and signals.requested is None:
@@ -241,13 +242,9 @@ def _train(loop: _Loop, manager, rows, targets, total, steps_per_epoch, output, 
             step += 1
             for key, value in out.items():
                 sums[key] = sums.get(key, 0.0) + float(value)
+            count += 1
             bar.update(1)
             if step % settings.log_every == 0 or step == total:
-                count = (
-                    settings.log_every
-                    if step % settings.log_every == 0
-                    else step % settings.log_every
-                )
                 means = {k: v / count for k, v in sums.items()}
                 with writer.as_default(step=step):
                     for key, value in means.items():
@@ -256,7 +253,7 @@ def _train(loop: _Loop, manager, rows, targets, total, steps_per_epoch, output, 
                 entry = {"step": step, **means, "seconds": time.monotonic() - started}
                 with open(output / RUN_DIR / HISTORY_FILE, "a", encoding="utf-8") as f:
                     f.write(json.dumps(entry) + "\n")
-                sums = {}
+                sums, count = {}, 0
             if step % settings.save_every == 0:
                 manager.save(checkpoint_number=step)
         manager.save(checkpoint_number=step)
