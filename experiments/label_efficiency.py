@@ -413,8 +413,8 @@ def _chart(rows: list[dict], path: Path) -> None:
             )
     axis.axhline(0.5, color="grey", linestyle=":", label="chance")
     axis.set(xscale="log", xlabel="training labels", ylabel="test accuracy (mean +- SE)")
-    axis.set_title("Rotten Tomatoes: few labels, pretrained vs random init")
-    axis.legend()
+    axis.set_title("Rotten Tomatoes: test accuracy against training labels")
+    axis.legend(fontsize="small", loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
