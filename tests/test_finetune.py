@@ -225,13 +225,13 @@ def test_optimizer_warmup_then_linear_decay(name, kind):
 
 
 def test_a_nan_first_epoch_does_not_stay_best():
-    from albert_tf.finetune.trainer import _is_better
+    from albert_tf.finetune.summary import improves
 
     nan = float("nan")
-    assert _is_better(nan, None)  # the first epoch always gets a checkpoint
-    assert _is_better(0.1, nan)  # any number then replaces a NaN
-    assert not _is_better(nan, 0.1)
-    assert not _is_better(0.1, 0.2) and _is_better(0.3, 0.2)
+    assert improves(nan, None, first=True)  # the first epoch always gets a checkpoint
+    assert improves(0.1, nan)  # any number then replaces a NaN
+    assert not improves(nan, 0.1)
+    assert not improves(0.1, 0.2) and improves(0.3, 0.2)
 
 
 def test_train_steps_0_evaluates_the_start_and_reads_the_training_file_once(

@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
         given = [name for name, asked in formats.items() if asked]
         if args.checkpoint or args.sp_model or given:
             raise ExportError(
-                "--from-hub turns encoder/ back into a checkpoint: no --checkpoint, --sp-model "
-                "or format flag"
+                "--from-hub cannot be combined with --checkpoint, --sp-model or a format flag "
+                "(it turns encoder/ back into a checkpoint)"
             )
         from albert_tf.export.load import hub_to_checkpoint_dir
 
