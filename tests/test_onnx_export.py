@@ -261,6 +261,31 @@ def test_pairs_are_packed_as_bert_pack_inputs(fixtures_dir):
         np.testing.assert_array_equal(got[name], want[name].numpy(), err_msg=name)
 
 
+@pytest.mark.parametrize("num_segments", [1, 2])
+def test_classifier_packing_pads_to_the_batchs_longest_row(fixtures_dir, num_segments):
+    """With pad_to_longest (the classifiers'), the ids are those padded to --max-seq-length cut
+    after the batch's longest row; a row over the limit still gets it."""
+    from albert_tf.export.onnx.text import TEXT_INPUTS, preprocess_graph
+
+    sp_model = fixtures_dir / "tokenizer" / "spm.model"
+    texts = {
+        "short": ["the value", "a long review", ""],
+        "long": ["the value", "a long review of the café " * 9, "of"],
+    }
+    for kind, batch in texts.items():
+        feed = {n: np.array(batch[::-1] if i else batch, dtype=object)
+                for i, n in enumerate(TEXT_INPUTS[:num_segments])}  # fmt: skip
+        full = _run(preprocess_graph(sp_model, 24, num_segments=num_segments), feed)
+        got = _run(
+            preprocess_graph(sp_model, 24, num_segments=num_segments, pad_to_longest=True), feed
+        )
+        longest = int(full["input_mask"].sum(axis=1).max())
+        assert longest < 24 if kind == "short" else longest == 24
+        for name in ENCODER_INPUTS:
+            assert got[name].shape == (3, longest), name
+            np.testing.assert_array_equal(got[name], full[name][:, :longest], err_msg=name)
+
+
 def test_export_loads_the_sentencepiece_model_once(sp_onnx):
     """`export --onnx --tflite --hf --keras-hub` with a SentencePiece model: encoder/,
     preprocess/, tflite/, onnx/ (raw-string encoders included), hf/ and keras_hub/ (their

@@ -10,7 +10,9 @@
 - `report.json`: how each file agrees with `serving/` on probe text (labels equal, largest
   probability difference), the fused operators and the window settings (null without).
 
-Tokenization and packing are `albert_tf.export.onnx.text`'s, at the model's `max_seq_length`. A model
+Tokenization and packing are `albert_tf.export.onnx.text`'s, padded to the batch's longest
+text (at most the model's `max_seq_length`; padding is masked, so outputs are those of a
+full-length batch within float rounding). A model
 fine-tuned with `--max-windows` above 1 reads a long text as up to that many windows placed and
 pooled as `serving/` does (`albert_tf.export.onnx.windows`, from finetune.json's window settings): the
 encoder runs on the real windows of the batch, and the head pools their logits per text.
@@ -116,6 +118,7 @@ def classifier_graphs(
         finetuned.tokenizer.do_lower_case,
         2 if settings.has_pair else 1,
         windows,
+        pad_to_longest=True,
     )
     labels = list(settings.labels or [])
     head = head_graph(

@@ -24,7 +24,8 @@ session). The steps are those of `albert_tf.preprocess.normalize.preprocess_text
    becomes one `<unk>`, as `sentencepiece` merges unknown characters;
 6. the digit-comma re-split as a table lookup: every id maps to the ids it becomes (a padded
    [V, K] table, `Gather` + `Compress`), built with the reference's code;
-7. packing: `[CLS] A [SEP] (B [SEP])`, round-robin trimming, padding, int32 [B, seq_length],
+7. packing: `[CLS] A [SEP] (B [SEP])`, round-robin trimming, padding (to `seq_length`, or for
+   a classifier to the batch's longest row), int32 [B, S],
    as `albert_tf.preprocess.preprocess_model.bert_pack_inputs`.
    For a windowed classifier, the last segment is first cut into windows
    (`albert_tf.export.onnx.windows`) and the packing packs the rows of the real windows.
@@ -306,17 +307,38 @@ def _place_segment(
     return g.node("Where", [inside, g.node("Gather", [padded, source], prefix), word_ids], prefix)
 
 
+def _positions(
+    g: GraphBuilder, kept: list[str], seq_length: int, longest: bool, prefix: str
+) -> str:
+    """The positions [1, S] rows are packed into: S = `seq_length`, or with `longest` the
+    batch's longest packed row (kept tokens [N] of each segment, [CLS] and the [SEP]s)."""
+    if not longest:
+        return g.constant(f"{prefix}/positions", np.arange(seq_length)[np.newaxis], np.int64)
+    specials = g.constant(f"{prefix}/specials", 1 + len(kept), np.int64)
+    total = specials
+    for count in kept:  # ONNX's Sum takes no integers
+        total = g.node("Add", [total, count], prefix)  # [N]
+    s = g.node("ReduceMax", [total], prefix, keepdims=0)
+    return g.node(
+        "Unsqueeze",
+        [g.node("Range", ["const/zero", s, "const/one_int"], prefix), "const/zeros_1"],
+        prefix,
+    )  # [1, S]
+
+
 def pack(
     g: GraphBuilder,
     segments: list[tuple[str, str]],
     seq_length: int,
     special: dict[str, int],
     prefix: str,
+    pad_to_longest: bool = False,
 ) -> dict[str, str]:
     """`[CLS] A [SEP] (B [SEP])` from 1 or 2 segments (flat ids [T], row lengths [N]) with
-    round-robin trimming: int32 [N, seq_length] each encoder input."""
+    round-robin trimming: int32 [N, S] each encoder input, S = `seq_length`, or with
+    `pad_to_longest` the batch's longest row (at most `seq_length`)."""
     kept = _trimmed_counts(g, [c for _, c in segments], seq_length - 1 - len(segments), prefix)
-    j = g.constant(f"{prefix}/positions", np.arange(seq_length)[np.newaxis], np.int64)  # [1, S]
+    j = _positions(g, kept, seq_length, pad_to_longest, prefix)
     word_ids = g.node(
         "Expand",
         [g.constant(f"{prefix}/pad", special["pad"], np.int64), g.node("Shape", [j], prefix)],
@@ -365,15 +387,43 @@ def pack(
     }
 
 
+def _graph_with_constants(sp: Any) -> GraphBuilder:
+    """A GraphBuilder holding the constants the text graph's steps share (`sp`: the
+    SentencePiece processor)."""
+    g = GraphBuilder()
+    for name, value, dtype in (
+        ("zero", 0, np.int64),
+        ("one_int", 1, np.int64),
+        ("axes_1", [1], np.int64),
+        ("zeros_1", [0], np.int64),
+        ("ones_1", [1], np.int64),
+        ("minus_ones_1", [-1], np.int64),
+        ("max_1", [np.iinfo(np.int64).max], np.int64),
+        ("flat", [-1], np.int64),
+        ("nbest", [0], np.int64),
+        ("alpha", [0.0], np.float32),
+        ("false", [False], np.bool_),
+        ("empty_string", np.array([""], dtype=object), object),
+        ("false_scalar", False, np.bool_),
+        ("unk", [sp.unk_id()], np.int64),
+        ("vocab_size", sp.get_piece_size(), np.int64),
+    ):
+        g.constant(f"const/{name}", value, dtype)
+    return g
+
+
 def preprocess_graph(
     sp_model: str | os.PathLike | AlbertTokenizer,
     seq_length: int,
     do_lower_case: bool = True,
     num_segments: int = 1,
     windows: Windows | None = None,
+    pad_to_longest: bool = False,
 ) -> onnx.ModelProto:
     """Strings `text` (and `text_pair` for 2 segments) tf.string [B] -> `input_word_ids`,
-    `input_mask`, `input_type_ids` int32 [B, seq_length], as the preprocessing SavedModel.
+    `input_mask`, `input_type_ids` int32 [B, seq_length], as the preprocessing SavedModel; with
+    `pad_to_longest`, [B, S] padded to the batch's longest row only (S <= seq_length; a
+    classifier's outputs stay those of `seq_length` within float rounding: padding is masked).
 
     With `windows`, the last segment is read in windows (`albert_tf.export.onnx.windows`): the ids are
     of the W real windows, [W, seq_length], and `window_present` bool [B, K] says which
@@ -382,22 +432,7 @@ def preprocess_graph(
     sp = tokenizer.sp_model
     special = dict(pad=sp.piece_to_id(PAD), cls=sp.piece_to_id(CLS), sep=sp.piece_to_id(SEP))
     sp_bytes = tokenizer.model_proto
-    g = GraphBuilder()
-    g.constant("const/zero", 0, np.int64)
-    g.constant("const/one_int", 1, np.int64)
-    g.constant("const/axes_1", [1], np.int64)
-    g.constant("const/zeros_1", [0], np.int64)
-    g.constant("const/ones_1", [1], np.int64)
-    g.constant("const/minus_ones_1", [-1], np.int64)
-    g.constant("const/max_1", [np.iinfo(np.int64).max], np.int64)
-    g.constant("const/flat", [-1], np.int64)
-    g.constant("const/nbest", [0], np.int64)
-    g.constant("const/alpha", [0.0], np.float32)
-    g.constant("const/false", [False], np.bool_)
-    g.constant("const/empty_string", np.array([""], dtype=object), object)
-    g.constant("const/false_scalar", False, np.bool_)
-    g.constant("const/unk", [sp.unk_id()], np.int64)
-    g.constant("const/vocab_size", sp.get_piece_size(), np.int64)
+    g = _graph_with_constants(sp)
     tables = dict(
         resplit=g.constant("resplit_table", _resplit_table(sp), np.int64),
         order=piece_tables(sp_bytes),
@@ -417,7 +452,7 @@ def preprocess_graph(
                 WINDOW_PRESENT, TensorProto.BOOL, ["batch", windows.max_windows]
             )
         ]
-    outputs = pack(g, segments, seq_length, special, "pack")
+    outputs = pack(g, segments, seq_length, special, "pack", pad_to_longest)
     for name, value in outputs.items():
         g.nodes.append(helper.make_node("Identity", [value], [name], name=name))
     graph = helper.make_graph(
@@ -428,7 +463,9 @@ def preprocess_graph(
             for n in TEXT_INPUTS[:num_segments]
         ],
         [
-            helper.make_tensor_value_info(n, TensorProto.INT32, [rows, seq_length])
+            helper.make_tensor_value_info(
+                n, TensorProto.INT32, [rows, "sequence" if pad_to_longest else seq_length]
+            )
             for n in ENCODER_INPUTS
         ]
         + declared,
@@ -575,10 +612,11 @@ def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx
         io_map=[(name, name) for name in ENCODER_INPUTS],
         outputs=outputs,
     )
-    # The encoder's sequence length is the packing's here: `sequence_output` [B, S, H].
+    # The encoder's sequence length is the packing's here: `sequence_output` [B, S, H] (S stays
+    # named where the packing pads to the batch's longest row).
     ids = next(o for o in preprocess.graph.output if o.name == ENCODER_INPUTS[0])
     seq_length = ids.type.tensor_type.shape.dim[1].dim_value
-    for output in merged.graph.output:
+    for output in merged.graph.output if seq_length else []:
         for dim in output.type.tensor_type.shape.dim:
             if dim.dim_param == "sequence":
                 dim.dim_value = seq_length
