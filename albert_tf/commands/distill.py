@@ -11,10 +11,9 @@ HELP = "Distil a teacher (sentence encoder or fine-tuned classifier) into an ALB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from albert_tf.distill.settings import OPTIMIZERS, DistillSettings
-    from albert_tf.dtypes import DTYPES
+    from albert_tf.distill.settings import DistillSettings
 
-    d = DistillSettings("", (), "", "")
+    d = DistillSettings("", (), "", "")  # the defaults
     parser.add_argument(
         "--teacher",
         required=True,
@@ -51,6 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--teacher-cache",
         help="where the teacher's outputs are kept (default OUTPUT/teacher_cache)",
     )
+    _add_training_arguments(parser, d)
+
+
+def _add_training_arguments(parser: argparse.ArgumentParser, d) -> None:
+    """How the student trains: lengths, steps, optimizer, losses, checkpoints."""
+    from albert_tf.distill.settings import OPTIMIZERS
+    from albert_tf.dtypes import DTYPES
+
     parser.add_argument(
         "--max-seq-length", type=int, default=d.max_seq_length, help="student tokens per text"
     )
