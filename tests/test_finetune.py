@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from albert_tf import cli
 from albert_tf.checkpoint import checkpoint_children
-from albert_tf.finetune.inference import batched_outputs
+from albert_tf.finetune.inference import batched_outputs, trimmed
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from tests.helpers import finetune_files, write_config, write_pairs
 
@@ -44,6 +44,18 @@ def test_output_dir_holds_checkpoint_head_and_metadata(classify_run):
     assert (model_dir / "albert_config.json").is_file() and (model_dir / "spm.model").is_file()
     assert meta["skipped"]["train"]["truncated to --max-seq-length"] > 0
     assert list((model_dir / "logs").iterdir())
+
+
+def test_batches_are_cut_after_their_longest_row_in_buckets():
+    mask = np.zeros((3, 2, 64), np.int32)  # windows or choices: [B, K, S]
+    mask[0, 1, :21] = 1
+    mask[2, 0, :5] = 1
+    batch = {"input_mask": mask, "input_word_ids": mask * 7}
+    cut = trimmed(batch)
+    assert {k: v.shape for k, v in cut.items()} == {k: (3, 2, 32) for k in batch}
+    np.testing.assert_array_equal(cut["input_word_ids"], batch["input_word_ids"][..., :32])
+    assert trimmed({"input_mask": mask[..., :24]})["input_mask"].shape == (3, 2, 24)
+    assert trimmed({"input_mask": np.zeros((2, 64), np.int32)})["input_mask"].shape == (2, 16)
 
 
 def test_predict_and_serving_equal_in_memory(classify_run):

@@ -11,12 +11,29 @@ from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.models import TaskModel
 from albert_tf.layers.fused import fused_cpu_inference
 
+# Batches are cut after their longest row rounded up to a multiple of this, so that a traced
+# function meets at most max_seq_length / BUCKET shapes.
+BUCKET = 16
+
+
+def trimmed(batch: dict[str, np.ndarray], bucket: int = BUCKET) -> dict[str, np.ndarray]:
+    """`batch` (arrays [..., S] with `input_mask`) cut after its longest row, rounded up to a
+    multiple of `bucket` (at most S): the padding the encoder masks anyway, so the outputs are
+    those of the whole batch within float rounding."""
+    mask = batch["input_mask"]
+    longest = int(mask.reshape(-1, mask.shape[-1]).sum(axis=1).max()) if mask.size else 0
+    keep = min(mask.shape[-1], max(bucket, -(-longest // bucket) * bucket))
+    return {name: value[..., :keep] for name, value in batch.items()}
+
 
 def batched_outputs(
     model: TaskModel, inputs: dict[str, np.ndarray], batch_size: int, encoder: Any = None
 ) -> dict[str, np.ndarray]:
     """Runs `model` (inference mode) over `inputs` in batches; concatenated numpy outputs.
 
+    Each batch is cut after its longest text (`trimmed`, in length buckets) where the task
+    reads the pooled output and the encoder takes any length (TensorFlow, ONNX Runtime; the
+    TFLite files have a fixed length); tasks that read every position keep `max_seq_length`.
     The last batch is padded to `batch_size` so one traced function serves every batch. A
     float32 model's function is traced with oneDNN's fused CPU kernels where they are available
     (within 1e-7 of the serving SavedModel's logits). A bfloat16 model's is not: the fused
@@ -36,6 +53,7 @@ def batched_outputs(
         call = getattr(model, "_inference_function", None)
         if call is None:
             call = model._inference_function = tf.function(lambda x: model(x, training=False))
+    trim = model.task.reads == "pooled_output" and getattr(encoder, "runtime", "tf") != "tflite"
     pieces: dict[str, list[np.ndarray]] = {}
     count = len(next(iter(inputs.values())))
     with fused_cpu_inference(model.compute_dtype == "float32"):
@@ -45,6 +63,6 @@ def batched_outputs(
             if size < batch_size and count > batch_size:
                 pad = [(0, batch_size - size)] + [(0, 0)] * (batch["input_word_ids"].ndim - 1)
                 batch = {k: np.pad(v, pad) for k, v in batch.items()}
-            for name, value in call(batch).items():
+            for name, value in call(trimmed(batch) if trim else batch).items():
                 pieces.setdefault(name, []).append(value.numpy()[:size])
     return {name: np.concatenate(values) for name, values in pieces.items()}
