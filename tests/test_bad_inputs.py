@@ -578,6 +578,38 @@ case("serve-ports-equal", "--port")(
 )
 case("export-output-exists", "{tmp}/out")(lambda s, t: export(s, t, **{"--output": existing(t)}))
 
+
+# distill (the teacher's kind and files, then the unlabeled text, before any model loads)
+def _bert_teacher(tmp: Path, vocab: bool = True) -> Path:
+    """A teacher directory of the sentence-encoder kind, its files present but not loadable."""
+    teacher = tmp / "teacher"
+    teacher.mkdir()
+    (teacher / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    (teacher / "model.safetensors").write_bytes(b"")
+    if vocab:
+        (teacher / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+    return teacher
+
+
+def distill(s: Sources, tmp: Path, **flags) -> list[str]:
+    teacher = flags.pop("--teacher") if "--teacher" in flags else _bert_teacher(tmp)
+    values = {"--teacher": teacher, "--unlabeled": s.corpus, "--output": tmp / "out"}
+    return _argv("distill", {**values, "--init": "random", "--config": s.config, **flags})
+
+
+case("distill-teacher-missing", "{tmp}/nope")(
+    lambda s, t: distill(s, t, **{"--teacher": missing(t / "nope")})
+)
+case("distill-teacher-unknown-kind", "neither a BERT sentence encoder")(
+    lambda s, t: distill(s, t, **{"--teacher": s.root})
+)
+case("distill-teacher-no-vocabulary", "vocab.txt")(
+    lambda s, t: distill(s, t, **{"--teacher": _bert_teacher(t, vocab=False)})
+)
+case("distill-unlabeled-empty", "{tmp}/empty.txt")(
+    lambda s, t: distill(s, t, **{"--unlabeled": text(t / "empty.txt", "")})
+)
+
 # params
 case("params-config-missing", "{tmp}/nope.json")(
     lambda s, t: params(s, t, **{"--config": missing(t / "nope.json")})
