@@ -354,7 +354,7 @@ def test_replacing_the_model_while_serving_fails_no_request(server, finetuned):
 
 
 def test_sigterm_not_ready_then_drains_then_exits_0(finetuned):
-    running = Server(finetuned, shutdown_grace=1.0)
+    running = Server(finetuned, shutdown_grace=2.0)
     statuses: Counter = Counter()
     stop = threading.Event()
     body = _infer_body(TEXTS * 2)
