@@ -199,3 +199,33 @@ def test_int8_runtimes_give_stripped_spans_of_the_context(original, converted, t
             assert r["answer"] == r["answer"].strip()
             assert contexts[r["id"]][r["char_start"] : r["char_end"]] == r["answer"]
         assert r["best_span"] == r["best_span"].strip() and r["best_span"] in contexts[r["id"]]
+
+
+def test_onnx_graph_answers_as_serving(converted):
+    """squad.onnx's graph (`export --finetuned --onnx` writes it; tests/test_squad_finetune.py
+    runs the command) on raw strings gives serving/'s answers, tokens and beam."""
+    from albert_tf.export.onnx.encoder import encoder_graph
+    from albert_tf.export.onnx.squad import squad_graphs
+    from albert_tf.export.onnx.writer import run, session
+
+    directory, finetuned, data = converted
+    graphs = squad_graphs(finetuned, {"float32": encoder_graph(finetuned.model.encoder)})
+    # the fixture's questions, and the same words with odd spaces (its vocabulary is tiny)
+    questions = [e.question for e in data.examples] + ["the file", "The function can return"]
+    contexts = [e.context for e in data.examples] + [
+        "The file name is  a  string ,  and the object\tis a list .",
+        "This method can return an object or a list of strings.",
+    ]
+    inputs = {
+        "question": np.array(questions, dtype=object),
+        "context": np.array(contexts, dtype=object),
+    }
+    got = run(session(graphs["float32"]), inputs)
+    serving = tf.saved_model.load(str(directory / "serving")).signatures["serving_default"]
+    want = serving(**{k: tf.constant(v.astype(str)) for k, v in inputs.items()})
+    answers = [a.decode() for a in want["answer"].numpy()]
+    assert got["answer"].tolist() == answers and any(answers)
+    for name in ("start_token", "end_token", "start_top_index", "end_top_index"):
+        np.testing.assert_array_equal(got[name], want[name].numpy())
+    for name in ("null_score_diff", "start_top_log_probs", "end_top_log_probs"):
+        np.testing.assert_allclose(got[name], want[name].numpy(), atol=1e-5)

@@ -16,6 +16,7 @@ from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.tasks import get_task
 from albert_tf.finetune.trainer import finetune
 from albert_tf.preprocess.normalize import preprocess_text
+from tests import helpers
 from tests.helpers import write_config
 
 FACTS = [
@@ -214,3 +215,24 @@ def test_serving_equals_in_memory(squad_run):
     records = task.decode(expected, subset)
     answers = [a.decode() for a in got["answer"].numpy()]
     assert answers == [preprocess_text(r["answer"]) for r in records]
+
+
+def test_onnx_export_answers_as_serving(squad_run, capsys):
+    """`export --finetuned --onnx`: squad.onnx and squad_int8.onnx on raw strings, checked
+    against serving/ (ALBERT's head; BERT's is refused in one line)."""
+    root, result, _ = squad_run
+    directory = root / "model"
+    code = cli.main(["export", "--finetuned", str(directory), "--onnx"])
+    if result.settings.squad_head == "bert":
+        assert code == 2
+        line = helpers.one_error_line(capsys.readouterr().err, "export")
+        assert "covers classify tasks and SQuAD with ALBERT's SQuAD 2.0 head" in line
+        assert not (directory / "onnx").exists()
+        return
+    assert code == 0
+    report = json.loads((directory / "onnx" / "report.json").read_text())
+    assert report["probe_questions"] > 0
+    assert report["against_serving"]["squad.onnx"]["answers_equal"]
+    assert report["against_serving"]["squad.onnx"]["null_score_diff_max_abs_diff"] < 1e-4
+    out = capsys.readouterr().out
+    assert "squad.onnx: answers equal to serving/ on 100.0% of the probe questions" in out

@@ -51,6 +51,13 @@ def _dense(units: int, initializer_range: float, name: str, **kwargs: Any) -> ke
     )
 
 
+def _build(layer: keras.layers.Layer, width: int) -> None:
+    """Builds a sublayer for inputs [N, width] under its own name scope, as a call would (so
+    its variables are named `.../end_logits/dense_0/kernel`, not `.../end_logits/kernel`)."""
+    with tf.name_scope(layer.name):
+        layer.build([None, width])
+
+
 class EndLogits(keras.layers.Layer):
     """The end net: position states [..., S, H] and start states [..., 1, H] (broadcast) in,
     end logits [..., S] out. `dense_0` reads [position ; start], the position's state first."""
@@ -63,13 +70,13 @@ class EndLogits(keras.layers.Layer):
     def build(self, input_shape: Any) -> None:
         self.hidden_size = int(input_shape[-1])
         self.dense_0 = _dense(self.hidden_size, self.initializer_range, "dense_0")
-        self.dense_0.build([None, 2 * self.hidden_size])
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=1e-12, name="LayerNorm", dtype="float32"
         )
-        self.layer_norm.build([None, self.hidden_size])
         self.dense_1 = _dense(1, self.initializer_range, "dense_1")
-        self.dense_1.build([None, self.hidden_size])
+        _build(self.dense_0, 2 * self.hidden_size)
+        _build(self.layer_norm, self.hidden_size)
+        _build(self.dense_1, self.hidden_size)
         super().build(input_shape)
 
     def call(self, states: tf.Tensor, start_states: tf.Tensor) -> tf.Tensor:
@@ -104,7 +111,7 @@ class AnswerClass(keras.layers.Layer):
     def build(self, input_shape: Any) -> None:
         hidden = int(input_shape[-1])
         self.dense_0 = _dense(hidden, self.initializer_range, "dense_0", activation="tanh")
-        self.dense_0.build([None, 2 * hidden])
+        _build(self.dense_0, 2 * hidden)
         super().build(input_shape)
 
     def call(self, start_state: tf.Tensor, cls_state: tf.Tensor, training: Any = None):

@@ -185,6 +185,10 @@ def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
     import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
 
     finetuned = source.finetuned
+    if finetuned.task.settings.task == "squad":
+        from albert_tf.export.onnx.squad import write_onnx_squad
+
+        return write_onnx_squad(source, target)
     check_exportable(finetuned.task)
     settings = finetuned.task.settings
     config = finetuned.model.encoder.config
@@ -232,4 +236,8 @@ def describe_onnx_classifier(path: Path, report: dict[str, Any]) -> list[str]:
     """The fine-tuned `onnx` writer's lines for `albert-tf export`."""
     from albert_tf.export.writers import agreement_lines
 
+    if report.get("task") == "squad":
+        from albert_tf.export.onnx.squad import describe_onnx_squad
+
+        return describe_onnx_squad(path, report)
     return [f"wrote {path}: fused {report['fused_ops']}", *agreement_lines(report)]

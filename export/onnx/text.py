@@ -257,13 +257,19 @@ def tokenize(g: GraphBuilder, text: str, sp_bytes: bytes, tables: dict, prefix: 
     return ids, _row_lengths(g, row_ends, prefix)
 
 
-def _trimmed_counts(g: GraphBuilder, counts: list[str], budget: int, prefix: str) -> list[str]:
+def _trimmed_counts(
+    g: GraphBuilder, counts: list[str], budget: int, prefix: str, first_bound: int | None = None
+) -> list[str]:
     """How many tokens of each segment (row counts [N]) fit in `budget`: all of one segment up
     to it; of two, round robin (A takes ceil(budget/2) and whatever B leaves unused, B the
-    rest)."""
+    rest), or with `first_bound` A its first `first_bound` and B the rest (SQuAD: the question,
+    then the context)."""
     room = g.constant(f"{prefix}/budget", budget, np.int64)
     if len(counts) == 1:
         return [g.node("Min", [counts[0], room], prefix)]
+    if first_bound is not None:
+        a = g.node("Min", [counts[0], g.constant(f"{prefix}/bound", first_bound, np.int64)], prefix)
+        return [a, g.node("Min", [counts[1], g.node("Sub", [room, a], prefix)], prefix)]
     half = g.constant(f"{prefix}/half", (budget + 1) // 2, np.int64)
     a = g.node(
         "Min",
@@ -333,11 +339,14 @@ def pack(
     special: dict[str, int],
     prefix: str,
     pad_to_longest: bool = False,
+    first_bound: int | None = None,
 ) -> dict[str, str]:
     """`[CLS] A [SEP] (B [SEP])` from 1 or 2 segments (flat ids [T], row lengths [N]) with
-    round-robin trimming: int32 [N, S] each encoder input, S = `seq_length`, or with
-    `pad_to_longest` the batch's longest row (at most `seq_length`)."""
-    kept = _trimmed_counts(g, [c for _, c in segments], seq_length - 1 - len(segments), prefix)
+    round-robin trimming (with `first_bound`: A cut to it, B to the rest): int32 [N, S] each
+    encoder input, S = `seq_length`, or with `pad_to_longest` the batch's longest row (at most
+    `seq_length`)."""
+    budget = seq_length - 1 - len(segments)
+    kept = _trimmed_counts(g, [c for _, c in segments], budget, prefix, first_bound)
     j = _positions(g, kept, seq_length, pad_to_longest, prefix)
     word_ids = g.node(
         "Expand",
@@ -419,6 +428,7 @@ def preprocess_graph(
     num_segments: int = 1,
     windows: Windows | None = None,
     pad_to_longest: bool = False,
+    first_bound: int | None = None,
 ) -> onnx.ModelProto:
     """Strings `text` (and `text_pair` for 2 segments) tf.string [B] -> `input_word_ids`,
     `input_mask`, `input_type_ids` int32 [B, seq_length], as the preprocessing SavedModel; with
@@ -427,7 +437,9 @@ def preprocess_graph(
 
     With `windows`, the last segment is read in windows (`albert_tf.export.onnx.windows`): the ids are
     of the W real windows, [W, seq_length], and `window_present` bool [B, K] says which
-    windows each text has."""
+    windows each text has. With `first_bound` (2 segments), `text` keeps its first
+    `first_bound` tokens and `text_pair` the rest of the room, as SQuAD packs a question and its
+    context, instead of round-robin trimming."""
     tokenizer = as_tokenizer(sp_model, do_lower_case)
     sp = tokenizer.sp_model
     special = dict(pad=sp.piece_to_id(PAD), cls=sp.piece_to_id(CLS), sep=sp.piece_to_id(SEP))
@@ -452,7 +464,7 @@ def preprocess_graph(
                 WINDOW_PRESENT, TensorProto.BOOL, ["batch", windows.max_windows]
             )
         ]
-    outputs = pack(g, segments, seq_length, special, "pack", pad_to_longest)
+    outputs = pack(g, segments, seq_length, special, "pack", pad_to_longest, first_bound)
     for name, value in outputs.items():
         g.nodes.append(helper.make_node("Identity", [value], [name], name=name))
     graph = helper.make_graph(
