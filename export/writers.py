@@ -122,7 +122,8 @@ CHECKPOINT_WRITERS = (
 # The writers of a fine-tuned model (`export --finetuned DIR`), each beside it in DIR.
 FINETUNED_WRITERS = (
     Writer("onnx", "onnx", "ONNX classifier",
-           "DIR/onnx/, the raw-string classifier (classifier.onnx, classifier_int8.onnx)",
+           "DIR/onnx/, the raw-string classifier (classifier.onnx, classifier_int8.onnx) or "
+           "SQuAD model (squad.onnx, squad_int8.onnx)",
            _M + "onnx.classifier:write_onnx_classifier", _M + "onnx.writer:check_onnx",
            _M + "onnx.classifier:describe_onnx_classifier", report=True),
     Writer("hf", "hf", "Hugging Face", "DIR/hf/ with the task's transformers class",
