@@ -54,8 +54,9 @@ def runtime_encoder(
 ) -> RuntimeEncoder:
     """`encoder` (an `AlbertEncoder`) exported to int8 for `runtime` ("onnx" or "tflite") and
     loaded with `threads` threads (None: one per core the process may use, as TensorFlow
-    does; the runners' own default, `albert_tf.runtimes.available_cores`). The TFLite file
-    has a fixed sequence length, `seq_length`. Prints the export's duration on stderr."""
+    does; the runners' own default, `albert_tf.runtimes.available_cores`). Both files take any
+    sequence length up to `seq_length`, the model's (predict pads each batch to its longest
+    text). Prints the export's duration on stderr."""
     from albert_tf.encoder import AlbertEncoder
 
     check_runtime(runtime)
@@ -71,7 +72,8 @@ def runtime_encoder(
         if runtime == "tflite":
             from albert_tf.export.tflite import tflite_converters
 
-            path.write_bytes(tflite_converters(encoder, seq_length)["int8"].convert())
+            # Any length up to seq_length: predict pads each batch to its longest text.
+            path.write_bytes(tflite_converters(encoder, None)["int8"].convert())
             run = tflite_runner(path, threads)
         else:
             import onnx

@@ -1,5 +1,5 @@
-"""TFLite export of the encoder, and of a fine-tuned classifier: float32 and dynamic-range
-int8, at a fixed sequence length.
+"""TFLite export of the encoder, at a fixed sequence length, and of a fine-tuned classifier, at
+any length up to its `max_seq_length`: float32 and dynamic-range int8.
 
 The encoder's files have one signature, `serving_default`, with inputs `input_word_ids`,
 `input_mask`, `input_type_ids` (int32 [B, seq_length]; B is resized on demand) and outputs
@@ -8,8 +8,10 @@ quantization stores the weight matrices as int8 (tensors of at least 1024 elemen
 in float. The tanh GELU is one GELU operator per block (`albert_tf.activations.gelu_as_one_op`).
 
 A fine-tuned classifier (`export --finetuned DIR --tflite`) goes to `DIR/tflite/`:
-`classifier_float32.tflite` and `classifier_int8.tflite` take the same three inputs at the model's
-`max_seq_length` and return `logits` and `probabilities` [B, L] (the encoder in float32, whatever
+`classifier_float32.tflite` and `classifier_int8.tflite` take the same three inputs [B, S] for any
+S up to the model's `max_seq_length` (pad a batch to its longest text: padding is masked, so the
+outputs are those of a full-length batch; the runner resizes on each new shape) and return
+`logits` and `probabilities` [B, L] (the encoder in float32, whatever
 the dtype it was fine-tuned in), with `labels.txt` (one label per line, in the order of the
 probabilities), `spm.model` (the tokenizer: the ids are `[CLS]`, the text's pieces, `[SEP]`,
 then `<pad>`; the mask 1 over the tokens) and `report.json` (how each file agrees with `serving/`
@@ -38,12 +40,15 @@ LABELS_FILE = "labels.txt"
 
 
 def tflite_converters(
-    encoder: AlbertEncoder, seq_length: int, head: tuple[np.ndarray, np.ndarray] | None = None
+    encoder: AlbertEncoder,
+    seq_length: int | None,
+    head: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """`{"float32": converter, "int8": converter}` for the encoder in inference mode; both share
     one traced function. The int8 converter applies dynamic-range quantization. With `head` (a
     classifier's kernel [H, L] and bias [L] on `pooled_output`, float32), the files return its
-    `logits` and their `probabilities` instead of the encoder's outputs."""
+    `logits` and their `probabilities` instead of the encoder's outputs. `seq_length` None
+    leaves the sequence length open (any S up to the model's positions)."""
     specs = [tf.TensorSpec([None, seq_length], tf.int32, name=name) for name in ENCODER_INPUTS]
 
     @tf.function(input_signature=specs, autograph=False)
@@ -187,7 +192,7 @@ def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
         "serving_dtype": finetuned.record.dtype,
         "against_serving": {},
     }
-    for kind, converter in tflite_converters(encoder, seq_length, head).items():
+    for kind, converter in tflite_converters(encoder, None, head).items():
         path = target / CLASSIFIER_FILES[kind]
         path.write_bytes(converter.convert())
         got = tflite_runner(path)(inputs)["probabilities"]

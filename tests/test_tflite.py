@@ -124,13 +124,18 @@ def test_a_fine_tuned_classifier_exports_to_tflite_as_serving_computes(tmp_path,
         atol = 1e-4 if kind == "float32" else 2e-2
         np.testing.assert_allclose(got["probabilities"], want, atol=atol, err_msg=name)
         np.testing.assert_allclose(got["probabilities"], tf.nn.softmax(got["logits"]), atol=1e-6)
+        # Two short rows padded to their longest only: the same outputs (padding is masked).
+        longest = int(inputs["input_mask"][1:].sum(axis=1).max())
+        assert longest < 16
+        cut = tflite_runner(folder / name)({k: v[1:, :longest] for k, v in inputs.items()})
+        np.testing.assert_allclose(cut["probabilities"], got["probabilities"][1:], atol=1e-6)
     report = json.loads((folder / "report.json").read_text())
     assert report["against_serving"][CLASSIFIER_FILES["float32"]]["label_agreement"] == 1.0
     assert report["seq_length"] == 16 and report["labels"] == ["neg", "pos"]
 
     assert main(["export", "--finetuned", str(model), "--tflite"]) == 2
     metadata = json.loads((model / "finetune.json").read_text())
-    metadata["settings"]["task"] = "regress"
+    metadata["task"] = metadata["settings"]["task"] = "regress"  # finetune.json's record
     (model / "finetune.json").write_text(json.dumps(metadata))
     with pytest.raises(ExportError, match="classify tasks of one window per text"):
         check_tflite_classifier(SimpleNamespace(finetuned_dir=model))

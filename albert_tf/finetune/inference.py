@@ -32,8 +32,8 @@ def batched_outputs(
     """Runs `model` (inference mode) over `inputs` in batches; concatenated numpy outputs.
 
     Each batch is cut after its longest text (`trimmed`, in length buckets) where the task
-    reads the pooled output and the encoder takes any length (TensorFlow, ONNX Runtime; the
-    TFLite files have a fixed length); tasks that read every position keep `max_seq_length`.
+    reads the pooled output (every runtime's encoder takes any length); tasks that read every
+    position keep `max_seq_length`.
     The last batch is padded to `batch_size` so one traced function serves every batch. A
     float32 model's function is traced with oneDNN's fused CPU kernels where they are available
     (within 1e-7 of the serving SavedModel's logits). A bfloat16 model's is not: the fused
@@ -53,7 +53,7 @@ def batched_outputs(
         call = getattr(model, "_inference_function", None)
         if call is None:
             call = model._inference_function = tf.function(lambda x: model(x, training=False))
-    trim = model.task.reads == "pooled_output" and getattr(encoder, "runtime", "tf") != "tflite"
+    trim = model.task.reads == "pooled_output"
     pieces: dict[str, list[np.ndarray]] = {}
     count = len(next(iter(inputs.values())))
     with fused_cpu_inference(model.compute_dtype == "float32"):

@@ -18,7 +18,9 @@ MASK_LOGIT = -10000.0
 
 def attention_bias(input_mask: tf.Tensor) -> tf.Tensor:
     """[B, S] mask of 1 (attend) / 0 (padding) -> float32 additive bias [B, 1, 1, S]."""
-    mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]  # [B, 1, 1, S]
+    # expand_dims, not [:, newaxis, newaxis, :]: TFLite converts it natively for any S, where
+    # that slice needs TensorFlow's own op when S is left open (the classifier files).
+    mask = tf.expand_dims(tf.expand_dims(tf.cast(input_mask, tf.float32), 1), 1)  # [B, 1, 1, S]
     return (1.0 - mask) * MASK_LOGIT
 
 
