@@ -19,7 +19,7 @@ status, the server's CPU (cores busy: front, tritonserver and its stubs) and its
 `--soak SECONDS` adds a closed loop at concurrency 16 that reports RSS growth.
 
     python benchmarks/serve_load.py --finetuned DIR [--peer] [--duration 20]
-        [--json benchmarks/results/serve-load.json] [--chart docs/assets/serving-under-load.png]
+        [--json benchmarks/results/serving-load.json] [--chart docs/assets/serving-under-load.png]
     python benchmarks/serve_load.py --finetuned DIR --tiny   # a dry run: 1 s phases, c = 1, 4
 
 DIR must hold triton/ (`albert-tf export --finetuned DIR --triton`); the serving environment is
