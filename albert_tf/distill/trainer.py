@@ -79,9 +79,9 @@ def _check_inputs(settings: DistillSettings) -> Path:
     return output
 
 
-def _check_resume(run_dir: Path, settings: DistillSettings) -> None:
-    """Writes the run's settings, or checks that a run already there was started with the same
-    RESUME_KEYS; ConfigError naming the ones that differ."""
+def _check_resume(run_dir: Path, settings: DistillSettings, write: bool = True) -> None:
+    """Checks that a run already there was started with the same RESUME_KEYS (ConfigError
+    naming the ones that differ), or, with `write`, writes the settings of the run to come."""
     wanted = {key: settings.record()[key] for key in RESUME_KEYS}
     run_file = run_dir / RUN_FILE
     if run_file.is_file():
@@ -92,6 +92,8 @@ def _check_resume(run_dir: Path, settings: DistillSettings) -> None:
                 f"{run_dir.parent} holds a run started with other {', '.join(differs)} "
                 "(pass --overwrite to start again)"
             )
+        return
+    if not write:
         return
     run_dir.mkdir(parents=True, exist_ok=True)
     run_file.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
@@ -197,6 +199,7 @@ def distill(
     directory that holds another run, before any training.
     """
     output = _check_inputs(settings)
+    _check_resume(output / RUN_DIR, settings, write=False)  # before the teacher's long pass
     texts = read_unlabeled(list(settings.unlabeled), settings.text_column)
     teacher = load_teacher(settings.teacher)
     dtype = resolve_dtype(settings.dtype)
