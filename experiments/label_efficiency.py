@@ -253,6 +253,20 @@ def teacher_probe(task: dict[str, Path], embeddings: dict, c: float, seed: int) 
     }
 
 
+def checkpoint_digest(directory: Path) -> str:
+    """SHA-256 (first 16 hex digits) of a checkpoint directory's latest weights: which distilled
+    model a run started from."""
+    import hashlib
+
+    import tensorflow as tf
+
+    prefix = tf.train.latest_checkpoint(str(directory))
+    digest = hashlib.sha256()
+    for path in sorted(Path(directory).glob(Path(prefix).name + ".*")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> dict:
     done = RESULTS / "runs" / f"{run_name(arm, n, learning_rate, seed)}.json"
     if done.is_file():
@@ -272,6 +286,7 @@ def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> d
         return _keep(record, done, args)
     if arm == "distilled":
         init = str(args.distilled)
+        record["init_digest"] = checkpoint_digest(args.distilled)
     else:
         init = {"pretrained": MODEL, "random": "random"}.get(arm) or str(
             build_tapt(paths, args.work / "tapt")
