@@ -54,8 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument(
         "--max-queue-delay-us",
         type=int,
-        default=2000,
-        help="how long Triton's batcher waits for more requests (microseconds)",
+        default=0,
+        help="how long Triton's batcher waits for more requests (microseconds; 0: a batch is "
+        "what queued while the model was busy)",
     )
     model.add_argument(
         "--max-queue-size", type=int, default=64, help="requests Triton queues; more get 503"

@@ -42,7 +42,9 @@ class ServingConfig:
     Attributes:
         max_batch_size: the most texts Triton's dynamic batcher gathers into one call (and the
             most one request may hold).
-        max_queue_delay_us: how long the batcher waits for more requests, in microseconds.
+        max_queue_delay_us: how long the batcher waits for more requests, in microseconds. 0:
+            a batch is what queued while the instance was busy, so a lone request waits for
+            nothing (a wait is added to every request at low load, where batching gains none).
         max_queue_size: requests waiting beyond this many are refused at once (503).
         instances: model instances (processes), each with its own ONNX Runtime session.
         intra_op_threads: ONNX Runtime threads of each instance (instances x threads <= cores).
@@ -51,7 +53,7 @@ class ServingConfig:
     """
 
     max_batch_size: int = 64
-    max_queue_delay_us: int = 2000
+    max_queue_delay_us: int = 0
     max_queue_size: int = 64
     instances: int = 1
     intra_op_threads: int = 1
