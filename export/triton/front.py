@@ -196,6 +196,8 @@ class Front:
                 body = await request.read()
             except web.HTTPRequestEntityTooLarge:
                 raise too_large from None
+            except ConnectionResetError:  # the client left mid-body: answered to no one
+                raise RequestError(400, "the connection closed before the body ended") from None
             texts, shape, request_id = parse_request(body, self.meta["inputs"], self.options)
             return await self._forward(texts, shape, request_id)
         except RequestError as error:
