@@ -31,6 +31,22 @@ SERVING_OUTPUTS = ("answer", "start_token", "end_token", "null_score_diff", *BEA
 MASKED = 1e30  # squad_head.MASKED
 
 
+class _Decoding:
+    """What choosing an answer reads: the beam sizes, `max_answer_length`, and the null
+    threshold `Squad.null_threshold` gives (None: answer every question)."""
+
+    def __init__(
+        self, start_n_top: int, end_n_top: int, max_answer_length: int, threshold: float | None
+    ) -> None:
+        self.start_n_top, self.end_n_top = start_n_top, end_n_top
+        self.max_answer_length, self.threshold = max_answer_length, threshold
+
+    @classmethod
+    def of(cls, task: Any) -> _Decoding:
+        s = task.settings
+        return cls(s.start_n_top, s.end_n_top, s.max_answer_length, task.null_threshold())
+
+
 def _constants(g: GraphBuilder, seq_length: int) -> None:
     for name, value, dtype in (
         ("zero", 0, np.int64),
@@ -235,7 +251,7 @@ def _choose(
     valid_int = g.node("Cast", [valid], "pick", to=TensorProto.INT64)
     any_valid = g.node("ReduceMax", [valid_int], "pick", axes=[1], keepdims=0)  # opset 17
     has_answer = g.node("Cast", [any_valid], "pick", to=TensorProto.BOOL)
-    threshold = settings.null_score_diff_threshold
+    threshold = settings.threshold
     if threshold is not None:
         limit = g.constant("pick/threshold", threshold, np.float32)
         below = g.node("Less", [beam["cls_logits"], limit], "pick")
@@ -294,7 +310,10 @@ def head_graph(finetuned: Any) -> onnx.ModelProto:
     )
     p_mask, context = _answer_mask(g, mask, types)
     beam = _beam(g, head, "sequence_output", p_mask, hidden)
-    chosen = _choose(g, beam, ids, context, _blank_id(finetuned.tokenizer), settings)
+    # the threshold decode and serving/ apply (None on v1.1 data: every question answered)
+    chosen = _choose(
+        g, beam, ids, context, _blank_id(finetuned.tokenizer), _Decoding.of(finetuned.task)
+    )
     answer = _answer_text(g, finetuned.tokenizer, ids, chosen)
 
     def token(name: str) -> str:
