@@ -20,7 +20,7 @@ min cosine 0.99993 against the CPU teacher (the float16 storage and int8 transpo
 Usage:
   python experiments/teacher_cache_device.py prepare
   (device) python3 experiments/teacher_cache_device.py device data/distill/device_a  # per call
-  python experiments/teacher_cache_device.py import /work/.device/*/part*.npz
+  python experiments/teacher_cache_device.py import DEVICE_OUTPUT/*/part*.npz
 """
 
 from __future__ import annotations

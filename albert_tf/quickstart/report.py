@@ -93,7 +93,9 @@ def next_steps(result, cwd: Path | None = None) -> list[str]:
 def _repository(cwd: Path) -> Path | None:
     """The albert-tf clone this package was installed from (`pip install -e`), relative to
     `cwd` when inside it; None for an install without one."""
-    root = Path(__file__).resolve().parents[2]
+    import albert_tf
+
+    root = Path(albert_tf.__file__).resolve().parent.parent  # the folder that holds albert_tf/
     if not (root / "examples" / "sentiment").is_dir() or not (root / "colab").is_dir():
         return None
     try:
