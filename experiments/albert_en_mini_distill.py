@@ -26,7 +26,9 @@ Usage (niced on a shared machine):
 A session that ends mid-run commits `experiments/resume/albert_en_mini_distill/` (the run's
 latest checkpoint with its optimizer state, its settings and curve, about 37 MB); on a new
 machine the script rebuilds the corpus, fetches the teacher, recomputes the teacher's outputs
-(the distill command's cache, resumable shard by shard) and resumes the run from there.
+(the distill command's cache, resumable shard by shard) and resumes the run from there. Once
+the run has finished, `--save-resume` keeps the distilled model alone (a checkpoint directory,
+about 13 MB) with its distill.json, so a new machine measures it without distilling again.
 """
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ def fetch_teacher(work: Path) -> Path:
 def distill(work: Path, teacher: Path) -> Path:
     """Runs (or resumes) `albert-tf distill` into work/run; returns the run directory."""
     run = work / "run"
+    if (run / "distill.json").is_file():  # finished
+        return run
     args = [
         sys.executable, "-m", "albert_tf.cli", "distill", "--teacher", str(teacher),
         "--unlabeled", str(work / "corpus" / "train.txt"),
@@ -115,6 +119,16 @@ def save_resume(run: Path, target: Path = RESUME) -> Path:
 
     from albert_tf.io_utils import atomic_dir
 
+    if (run / "distill.json").is_file():  # finished: the model alone (no optimizer state)
+        with atomic_dir(target, overwrite=True) as tmp:
+            latest = Path(tf.train.latest_checkpoint(str(run)))
+            for path in run.iterdir():
+                if path.is_file() and not path.name.startswith(("ckpt-", "checkpoint")):
+                    shutil.copyfile(path, tmp / path.name)
+            for path in run.glob(f"{latest.name}.*"):
+                shutil.copyfile(path, tmp / path.name)
+            (tmp / "checkpoint").write_text(f'model_checkpoint_path: "{latest.name}"\n')
+        return target
     state = run / "run"
     latest = Path(tf.train.latest_checkpoint(str(state)))
     with atomic_dir(target, overwrite=True) as tmp:
