@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from albert_tf.preprocess.base import environment
 
+from albert_tf import environment
 from albert_tf.benchmarking.runner import worker_environment
 from albert_tf.environment import ONEDNN_VARIABLE, cpu_flags, cpuinfo_field, onednn_choice
 

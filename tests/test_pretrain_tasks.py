@@ -206,7 +206,7 @@ def test_evaluate_a_converted_original_checkpoint(tmp_path, fixtures_dir):
 def test_evaluate_cli_prints_one_line_and_writes_json_once(runs, data, tmp_path, capsys):
     output, result, _ = runs["nsp"]
     target = tmp_path / "eval.json"
-    args = ["evaluate", "--checkpoint", str(output), "--data", data["nsp_eval"]]
+    args = ["evaluate", "--checkpoint", str(output), "--eval", data["nsp_eval"]]
     args += ["--batch-size", str(BATCH), "--json", str(target), "--quiet"]
     assert cli_main(args) == 0
     (line,) = capsys.readouterr().out.splitlines()
@@ -267,7 +267,7 @@ def test_evaluate_bad_input_exits_2_with_one_line_and_writes_nothing(
     with pytest.raises(error, match=message):
         evaluate(checkpoint, glob, batch_size=BATCH)
     target = tmp_path / "out" / "eval.json"
-    args = ["evaluate", "--checkpoint", str(checkpoint), "--data", glob, "--json", str(target)]
+    args = ["evaluate", "--checkpoint", str(checkpoint), "--eval", glob, "--json", str(target)]
     assert cli_main([*args, "--quiet"]) == 2
     captured = capsys.readouterr()
     assert message in helpers.one_error_line(captured.err, "evaluate") and not captured.out
