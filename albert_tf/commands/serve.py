@@ -44,7 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--drain-timeout", type=float, default=30.0, help="seconds in-flight requests may take"
     )
     model = parser.add_argument_group("the model's configuration (config.pbtxt)")
-    model.add_argument("--instances", type=int, default=1, help="model instances (processes)")
+    model.add_argument(
+        "--instances",
+        type=int,
+        default=2,
+        help="model instances (processes); 2 by default, since with one Triton's batcher "
+        "holds a request that comes while the instance is being released for 500 ms",
+    )
     model.add_argument(
         "--threads",
         type=int,
