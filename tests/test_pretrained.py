@@ -173,3 +173,7 @@ def test_the_model_card_is_generated_from_the_committed_results():
     committed = (model_dir(NAME) / "MODEL_CARD.md").read_text()
     assert committed == script.render(), "stale card: run python docs/scripts/model_card.py"
     assert "albert_en_mini" in committed and "| shipped float16 weights |" in committed
+    # The docs page holds the card's text itself (it reads as a page in the repository too).
+    page = script.PAGE.read_text()
+    assert page == script.page(committed, page), "stale page: run python docs/scripts/model_card.py"
+    assert committed.rstrip() in page and "--8<--" not in page

@@ -1,11 +1,14 @@
 """Writes albert_en_mini's model card from the committed results: its figures are generated.
 
-    python docs/scripts/model_card.py          # rewrite albert_tf/pretrained/albert_en_mini/MODEL_CARD.md
-    python docs/scripts/model_card.py --check  # exit 1 if the committed card is stale
+    python docs/scripts/model_card.py          # rewrite the card and its docs page
+    python docs/scripts/model_card.py --check  # exit 1 if either is stale
 
 Reads experiments/results/albert_en_mini/{manifest,pretraining}.json and, once it exists,
-experiments/results/label_efficiency/results.json. The docs page docs/models/albert_en_mini.md
-includes the card; tests/test_docs.py fails when the committed card differs from `render()`.
+experiments/results/label_efficiency/results.json. The card ships as
+albert_tf/pretrained/albert_en_mini/MODEL_CARD.md; the docs page docs/models/albert_en_mini.md
+holds the same text between its CARD_BEGIN and CARD_END lines (a copy, not the site's include,
+so the page reads as a page in the repository too), followed by its charts.
+tests/test_pretrained.py fails when either differs from `render()`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent.parent  # docs/scripts/ -> the repository
 RESULTS = REPO / "experiments" / "results"
 TARGET = REPO / "albert_tf" / "pretrained" / "albert_en_mini" / "MODEL_CARD.md"
+PAGE = REPO / "docs" / "models" / "albert_en_mini.md"
+CARD_BEGIN = "<!-- the model card (albert_tf/pretrained/albert_en_mini/MODEL_CARD.md): begin -->"
+CARD_END = "<!-- the model card: end -->"
 
 # Each source: what it is and its licence (the package's and the text's).
 SOURCES = (
@@ -199,13 +205,25 @@ python docs/scripts/model_card.py                 # this card
 """
 
 
+def page(card: str, current: str) -> str:
+    """The docs page `current` with the card's text between CARD_BEGIN and CARD_END."""
+    head, begin, rest = current.partition(CARD_BEGIN)
+    _, end, tail = rest.partition(CARD_END)
+    if not (begin and end):
+        raise SystemExit(f"{PAGE}: no {CARD_BEGIN!r} ... {CARD_END!r} lines")
+    return f"{head}{CARD_BEGIN}\n{card.rstrip()}\n{CARD_END}{tail}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the card is stale")
+    parser.add_argument("--check", action="store_true", help="exit 1 if card or page is stale")
     args = parser.parse_args(argv)
+    card = render()
+    current = PAGE.read_text()
     if args.check:
-        return 0 if TARGET.read_text() == render() else 1
-    TARGET.write_text(render())
+        return 0 if TARGET.read_text() == card and current == page(card, current) else 1
+    TARGET.write_text(card)
+    PAGE.write_text(page(card, current))
     return 0
 
 
