@@ -445,6 +445,30 @@ def ratios(results: dict) -> dict:
     return out
 
 
+def table(results: dict) -> str:
+    """The closed loops as a Markdown table (p50/p99 in ms, requests/s), then the soak."""
+    lines = [
+        "| arm | input | concurrency | p50 ms | p99 ms | requests/s | errors | server cores |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for arm, kinds in results["arms"].items():
+        for kind, measured in kinds.items():
+            for c, r in measured["closed"].items():
+                errors = ", ".join(f"{n} x {s}" for s, n in r["errors"].items()) or "0"
+                lines.append(
+                    f"| {arm} | {kind} | {c} | {r['p50_ms']} | {r['p99_ms']} | "
+                    f"{r['requests_per_s']} | {errors} | {r['server_cores_busy']} |"
+                )
+    soak = results.get("soak")
+    if soak:
+        lines.append(
+            f"\nSoak: {soak['seconds']:.0f} s at concurrency 16, RSS {soak['rss_start_mb']} -> "
+            f"{soak['rss_end_mb']} MB ({100 * soak['growth']:+.2f}%), errors {soak['errors'] or 0}"
+        )
+    machine = results["machine"]
+    return "\n".join(lines) + f"\n\n{machine['cpu']}, {machine['cores']} cores\n"
+
+
 def chart(results: dict, path: Path) -> None:
     """p99 against requests/s, one line per arm and input kind (the closed loops)."""
     import matplotlib
@@ -532,8 +556,9 @@ def run(args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--finetuned", type=Path, help="a fine-tuned DIR with triton/")
     parser.add_argument(
-        "--finetuned", type=Path, required=True, help="a fine-tuned DIR with triton/"
+        "--report", type=Path, metavar="JSON", help="print the table of a saved run and exit"
     )
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
     parser.add_argument("--concurrency", default=",".join(map(str, CONCURRENCY)))
@@ -545,12 +570,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--chart", type=Path, help="write the p99/throughput chart here (PNG)")
     args = parser.parse_args(argv)
+    if args.report:
+        saved = json.loads(args.report.read_text())
+        print(table(saved) + json.dumps(saved["ratios"], indent=1))
+        return 0
+    if args.finetuned is None:
+        parser.error("--finetuned DIR is needed (or --report JSON)")
     if args.tiny:
         args.duration, args.concurrency = 1.0, "1,4"
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     args.inputs = args.inputs.split(",")
     results = run(args)
-    print(json.dumps(results["ratios"], indent=1))
+    print(table(results) + json.dumps(results["ratios"], indent=1))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=1) + "\n")
