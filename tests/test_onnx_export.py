@@ -211,6 +211,18 @@ def test_reference_strings_give_the_original_ids(fixtures_dir, text_ids):
     assert mismatches == []
 
 
+def test_ascii_batches_take_their_own_branch_and_give_the_same_ids(fixtures_dir, text_ids):
+    """A batch of ASCII texts is normalized with ASCII tables (text.normalize's `If`), any
+    other batch with the full ones: each reference string alone, ASCII ones too, gives the
+    reference ids, and so do cased ASCII texts whose whitespace and case the tables change."""
+    reference = json.loads((fixtures_dir / "tokenizer" / "reference_tokenization.json").read_text())
+    texts = [case["text"] for case in reference["cases"]]
+    texts += [" Hello\tWORLD \x0b\x1c It's  A TEST\r\n", "ÀB Cd", "MiXeD 12,345 CaSe!"]
+    alone = [text_ids([t]) for t in texts]
+    assert [got for (got,), _ in alone] == [want for _, (want,) in alone]
+    assert any(t.isascii() for t in texts) and any(not t.isascii() for t in texts)
+
+
 # Strings made of runs of one repeated string (where segmentations of equal pieces tie),
 # words, digit-comma runs and characters outside the vocabulary, which change the row's score.
 _UNITS = ["-", "=", "0", "9", "_", "`", "*", "00", "ab", "ha", "the ", ".", ",", "1,"]
