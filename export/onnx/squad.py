@@ -373,12 +373,20 @@ def _blank_id(tokenizer: Any) -> int:
 
 
 def _renamed_inputs(model: onnx.ModelProto, names: dict[str, str]) -> onnx.ModelProto:
-    """`model` with its graph inputs renamed (`names`: old -> new) wherever they are read."""
+    """`model` with its graph inputs renamed (`names`: old -> new) wherever they are read,
+    in the branches and bodies of `If` and `Loop` nodes too (they read the outer graph's)."""
     for value in model.graph.input:
         value.name = names.get(value.name, value.name)
-    for node in model.graph.node:
-        node.input[:] = [names.get(name, name) for name in node.input]
+    _rename_reads(model.graph, names)
     return model
+
+
+def _rename_reads(graph: onnx.GraphProto, names: dict[str, str]) -> None:
+    for node in graph.node:
+        node.input[:] = [names.get(name, name) for name in node.input]
+        for attribute in node.attribute:
+            for subgraph in [attribute.g] if attribute.HasField("g") else attribute.graphs:
+                _rename_reads(subgraph, names)
 
 
 def squad_graphs(
