@@ -270,7 +270,14 @@ def checkpoint_digest(directory: Path) -> str:
 def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> dict:
     done = RESULTS / "runs" / f"{run_name(arm, n, learning_rate, seed)}.json"
     if done.is_file():
-        return json.loads(done.read_text())
+        record = json.loads(done.read_text())
+        if arm == "distilled" and record.get("init_digest") != checkpoint_digest(args.distilled):
+            sys.exit(
+                f"error: {done} was measured on another distilled checkpoint "
+                f"({record.get('init_digest')}, not {args.distilled}'s); move the distilled "
+                "arm's runs aside before measuring a new one"
+            )
+        return record
     from albert_tf.pretrained import model_dir
 
     shipped = model_dir(MODEL)
