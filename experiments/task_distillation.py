@@ -174,14 +174,19 @@ def cpu() -> str:
 
 
 def table(results: dict) -> str:
-    rows = ["| model | trained by | dev accuracy | test accuracy | int8 ONNX | batch-1 p50 |",
+    """The results as Markdown: accuracies with their binomial standard error (one seed each:
+    the SE of the test split's sampling, not of the training draw)."""
+    rows = ["| model | trained by | dev accuracy | test accuracy (± SE) | int8 ONNX | batch-1 p50 |",
             "|---|---|---|---|---|---|"]  # fmt: skip
+    n = results.get("test_sentences")
     for name, row in results["models"].items():
         served = row.get("int8")
         size = f"{served['size_mb']} MB" if served else "-"
         p50 = f"{served['p50_ms']} ms" if served else "-"
+        p = row["test_accuracy"]
+        se = f" ± {(p * (1 - p) / n) ** 0.5:.3f}" if n else ""
         rows.append(f"| {name} | {row['trained_by']} | {row['dev_accuracy']:.3f} | "
-                    f"{row['test_accuracy']:.3f} | {size} | {p50} |")  # fmt: skip
+                    f"{p:.3f}{se} | {size} | {p50} |")  # fmt: skip
     return "\n".join(rows) + f"\n\nLatency: {results.get('cpu', '-')}.\n"
 
 
@@ -207,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     texts = [line.rsplit("\t", 1)[0] for line in
              paths["test"].read_text(encoding="utf-8").splitlines()[1:]]  # fmt: skip
+    results["test_sentences"] = len(texts)
     for name, (directory, trained_by) in runs.items():
         row = results["models"].setdefault(name, {})
         if "test_accuracy" not in row:
