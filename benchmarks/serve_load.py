@@ -498,13 +498,12 @@ def chart(results: dict, path: Path) -> None:
 
 
 def machine() -> dict:
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-         if line.startswith("model name")), platform.processor(),
-    )  # fmt: skip
-    from albert_tf.runtimes import available_cores
+    """The CPU model, its instruction sets that decide the kernels, its cores, the Python."""
+    from albert_tf.benchmarking.machine import cpu_description
 
-    return {"cpu": cpu, "cores": available_cores(), "python": platform.python_version()}
+    d = cpu_description()
+    return {"cpu": d["model"], "flags": d["flags"], "cores": d["cores"],
+            "python": platform.python_version()}  # fmt: skip
 
 
 def run(args) -> dict:

@@ -35,6 +35,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import random
@@ -253,6 +254,7 @@ def teacher_probe(task: dict[str, Path], embeddings: dict, c: float, seed: int) 
     }
 
 
+@functools.cache
 def checkpoint_digest(directory: Path) -> str:
     """SHA-256 (first 16 hex digits) of a checkpoint directory's latest weights: which distilled
     model a run started from."""

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -168,9 +167,11 @@ def latency(path: Path, texts: list[str], calls: int = 400) -> dict:
 
 
 def cpu() -> str:
-    lines = Path("/proc/cpuinfo").read_text().splitlines()
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
-                platform.processor())  # fmt: skip
+    """This machine as the figures name it: the CPU model, its instruction sets, its cores."""
+    from albert_tf.benchmarking.machine import cpu_description
+
+    d = cpu_description()
+    return f"{d['model']} ({', '.join(d['flags'])}), {d['cores']} cores"
 
 
 def table(results: dict) -> str:

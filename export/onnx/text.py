@@ -174,9 +174,6 @@ def _subgraph(g: GraphBuilder, build: Callable[[], str], name: str) -> onnx.Grap
         nodes = g.nodes
     finally:
         g.nodes = outer
-    if not nodes:  # a branch that changes nothing still needs a node that makes its output
-        nodes = [helper.make_node("Identity", [output], [f"{name}/out"])]
-        output = f"{name}/out"
     value = helper.make_tensor_value_info(output, TensorProto.STRING, None)
     return helper.make_graph(nodes, name, [], [value])
 

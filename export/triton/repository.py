@@ -52,8 +52,8 @@ class ServingConfig:
             a batch is what queued while the instance was busy, so a lone request waits for
             nothing (a wait is added to every request at low load, where batching gains none).
         max_queue_size: requests waiting beyond this many are refused at once (503).
-        instances: model instances (processes), each with its own ONNX Runtime session. At
-            least 2 (`INSTANCES`): with one, Triton 2.51's dynamic batcher leaves a request that
+        instances: model instances (processes), each with its own ONNX Runtime session. 2 by
+            default (`INSTANCES`): with one, Triton 2.51's dynamic batcher leaves a request that
             arrives while the instance is still being released (the Python backend answers
             before it is) until its 500 ms idle wake-up; a second instance is always free then.
         intra_op_threads: ONNX Runtime threads of each instance (instances x threads <= cores).
@@ -64,7 +64,7 @@ class ServingConfig:
     max_batch_size: int = 64
     max_queue_delay_us: int = 0
     max_queue_size: int = 64
-    instances: int = 2
+    instances: int = INSTANCES
     intra_op_threads: int = 1
     inter_op_threads: int = 1
     dynamic_batching: bool = True
@@ -74,9 +74,7 @@ def default_config() -> ServingConfig:
     """`INSTANCES` instances, sharing the cores this process may use (a thread each at least)."""
     from albert_tf.runtimes import available_cores
 
-    return ServingConfig(
-        instances=INSTANCES, intra_op_threads=max(1, available_cores() // INSTANCES)
-    )
+    return ServingConfig(intra_op_threads=max(1, available_cores() // INSTANCES))
 
 
 def config_pbtxt(
