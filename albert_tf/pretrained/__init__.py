@@ -58,11 +58,17 @@ def model_dir(name: str) -> Path:
 def load_pretrained(name: str):
     """The shipped model `name` as a `CheckpointDir` (encoder, MLM and sentence-order heads,
     SentencePiece model), float32 weights equal to the stored float16 values."""
+    return load_shipped_folder(model_dir(name), name)
+
+
+def load_shipped_folder(folder: Path, name: str | None = None):
+    """`load_pretrained` of a folder in the shipped layout (`write_shipped`'s output), named
+    `name` (default: the folder's) in errors."""
     from safetensors.numpy import load_file
 
     from albert_tf.weights import assign_checked, build_model, variables_by_name
 
-    folder = model_dir(name)
+    name = name or folder.name
     config = AlbertConfig.from_json_file(folder / CONFIG_FILE)
     model = build_model(config, with_mlm=True, with_sop=True)
     tensors = load_file(str(folder / WEIGHTS_FILE))

