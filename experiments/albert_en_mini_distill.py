@@ -54,7 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from distill_corpus import build_corpus  # noqa: E402
-from distill_heads import STAGE3, heads_check, stage3  # noqa: E402
+from distill_heads import STAGE3, heads_check, run_albert_tf, stage3  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results" / "albert_en_mini_distill"
 RESUME = ROOT / "experiments" / "resume" / "albert_en_mini_distill"
@@ -126,15 +126,11 @@ def distill(work: Path, teacher: Path, stage: int = 1) -> Path:
     if (run / "distill.json").is_file():  # finished
         return run
     args = [
-        sys.executable, "-m", "albert_tf.cli", "distill", "--teacher", str(teacher),
-        "--unlabeled", str(work / "corpus" / "train.txt"),
+        "distill", "--teacher", str(teacher), "--unlabeled", str(work / "corpus" / "train.txt"),
         "--eval", str(work / "corpus" / "heldout.txt"),
         "--teacher-cache", str(work / "teacher_cache" / "train"), "--output", str(run),
     ]  # fmt: skip
-    for key, value in settings.items():
-        args += [f"--{key.replace('_', '-')}", str(value)]
-    print("+ albert-tf " + " ".join(args[3:]), flush=True)
-    subprocess.run(args, check=True)
+    run_albert_tf(args, settings)
     return run
 
 

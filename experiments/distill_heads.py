@@ -77,17 +77,22 @@ def pretraining_records(work: Path) -> dict[str, Path]:
 def stage3(work: Path, init: Path, output: Path) -> Path:
     """Runs (or resumes) STAGE3's `albert-tf pretrain` from `init` into `output`."""
     records = pretraining_records(work)
-    args = [
-        sys.executable, "-m", "albert_tf.cli", "pretrain",
-        "--data", str(records["train"] / "*.tfrecord"),
-        "--eval", str(records["heldout"] / "*.tfrecord"),
-        "--init", str(init), "--output", str(output),
-    ]  # fmt: skip
-    for key, value in STAGE3.items():
-        args += [f"--{key.replace('_', '-')}", str(value)]
-    print("+ albert-tf " + " ".join(args[3:]), flush=True)
-    subprocess.run(args, check=True)
+    run_albert_tf(
+        ["pretrain", "--data", str(records["train"] / "*.tfrecord"),
+         "--eval", str(records["heldout"] / "*.tfrecord"), "--init", str(init),
+         "--output", str(output)],
+        STAGE3,
+    )  # fmt: skip
     return output
+
+
+def run_albert_tf(args: list[str], settings: dict) -> None:
+    """Runs `albert-tf ARGS` with each of `settings` as a flag (`train_steps` -> --train-steps),
+    printing the command; CalledProcessError if it fails."""
+    for key, value in settings.items():
+        args = [*args, f"--{key.replace('_', '-')}", str(value)]
+    print("+ albert-tf " + " ".join(args), flush=True)
+    subprocess.run([sys.executable, "-m", "albert_tf.cli", *args], check=True)
 
 
 def heads_check(models: dict[str, str | Path], work: Path) -> dict:
