@@ -132,6 +132,15 @@ def albert_tf(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "albert_tf.cli", *args], check=True)
 
 
+def pretrain_only_model() -> Path:
+    """The pretrain-only `albert_en_mini` as a checkpoint directory, the `pretrained` and `tapt`
+    arms' start: the shipped model until the distilled one replaces it, then the same weights
+    from git history (albert_en_mini_distill.pretrain_only)."""
+    from albert_en_mini_distill import WORK, pretrain_only
+
+    return pretrain_only(WORK)
+
+
 def build_tapt(paths: dict[str, Path], work: Path) -> Path:
     """`albert_en_mini` continued on the training split's unlabeled sentences; the run directory.
 
@@ -158,7 +167,7 @@ def build_tapt(paths: dict[str, Path], work: Path) -> Path:
     done = run / "tapt.json"
     if not done.is_file():
         albert_tf(
-            "pretrain", "--data", str(records / "*.tfrecord"), "--init", MODEL,
+            "pretrain", "--data", str(records / "*.tfrecord"), "--init", str(pretrain_only_model()),
             "--sp-model", str(spm), "--output", str(run),
             "--train-steps", str(TAPT["train_steps"]), "--batch-size", str(TAPT["batch_size"]),
             "--learning-rate", str(TAPT["learning_rate"]),
@@ -305,7 +314,7 @@ def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> d
         init = str(checkpoints[arm])
         record["init_digest"] = checkpoint_digest(checkpoints[arm])
     else:
-        init = {"pretrained": MODEL, "random": "random"}.get(arm) or str(
+        init = {"pretrained": str(pretrain_only_model()), "random": "random"}.get(arm) or str(
             build_tapt(paths, args.work / "tapt")
         )
     result = finetune_and_score(
