@@ -80,6 +80,7 @@ ARM_NAMES = {
 
 SHIPPED_ARM_NAMES = {  # once the distilled model ships
     "pretrained": "albert_en_mini before distillation (pretrain-only)",
+    "tapt": "albert_en_mini before distillation + task-adaptive pretraining",
     "distilled": "distilled, stage 2 (before its heads were trained again)",
     "distilled_pt": "**albert_en_mini (this model)**",
 }
@@ -170,7 +171,7 @@ def _heldout_table(packaged: dict, stage3: dict, pretraining: dict) -> str:
         f"| model | MLM accuracy, {count:,} held-out pretraining sequences | SOP accuracy | loss "
         f"| MLM accuracy, {mlm['blanks']:,} blanks in held-out sentences |",
         "|---|---|---|---|---|",
-        f"| unigram guess | | 0.5 (chance) | | {mlm['unigram guess']:.4f} |",
+        f"| unigram guess (chance for SOP) | | 0.5 | | {mlm['unigram guess']:.4f} |",
     ]
     for name, scores, sentences in rows:
         lines.append(
@@ -185,9 +186,22 @@ def _wrap(text: str) -> str:
     import textwrap
 
     return "\n".join(
-        textwrap.fill(line, 98, subsequent_indent="  " if line.startswith("- ") else "")
+        textwrap.fill(
+            line, 98, subsequent_indent="  " if line.startswith("- ") else "",
+            break_on_hyphens=False, break_long_words=False,
+        )
         for line in text.splitlines()
-    )
+    )  # fmt: skip
+
+
+def _reflow(markdown: str) -> str:
+    """Each prose paragraph of `markdown` (not a heading, table, list, code block or comment)
+    joined and wrapped at 98 columns."""
+    blocks = []
+    for block in markdown.split("\n\n"):
+        prose = not block.lstrip().startswith(("#", "|", "- ", "```", "<!--"))
+        blocks.append(_wrap(" ".join(block.split("\n"))) if prose else block)
+    return "\n\n".join(blocks)
 
 
 def _few_labels(label_efficiency: dict | None, arm: str) -> str:
@@ -322,7 +336,7 @@ def render() -> str:
             "checkpoint they round; the fine-tuning figures on the float32 checkpoint."
         )
         names = {**ARM_NAMES, **SHIPPED_ARM_NAMES}
-        made = (
+        made = _reflow(
             _pretraining_sections(
                 manifest, pretraining, "1. Pretraining", "float16 weights (pretrain-only)"
             )
@@ -356,8 +370,10 @@ python docs/scripts/model_card.py                          # this card"""
         )
         stored = "every figure below was measured on the stored weights."
         names = ARM_NAMES
-        made = _pretraining_sections(
-            manifest, pretraining, "Data and training", "shipped float16 weights"
+        made = _reflow(
+            _pretraining_sections(
+                manifest, pretraining, "Data and training", "shipped float16 weights"
+            )
         )
         rebuild = """nice -n 19 python experiments/albert_en_mini.py   # corpus, tokenizer, data, pretraining, packaging (resumable)
 python docs/scripts/model_card.py                 # this card"""
