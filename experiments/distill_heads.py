@@ -16,6 +16,7 @@ records with `albert_tf.pretraining.evaluate`, the computation the card's figure
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -42,6 +43,7 @@ STAGE3 = {
 TRAIN_RECORDS_SEED = 12346
 
 
+@functools.cache  # stage 3 and its report both need them: check the corpus once
 def pretraining_records(work: Path) -> dict[str, Path]:
     """`work/pretraining/records_{train,heldout}`, built when missing: the pretraining corpus from
     the sources in `work/sources` (its text checked against albert_en_mini's manifest), the

@@ -153,7 +153,7 @@ def _distill_corpus(packaged: dict) -> str:
     )
 
 
-def _heldout_table(packaged: dict, stage3: dict, pretraining: dict) -> str:
+def _heldout_table(packaged: dict, stage3: dict) -> str:
     held = stage3["heldout_pretraining"]
     mlm = stage3["heldout_mlm_accuracy"]
     shipped_mlm = packaged["heldout_mlm_accuracy"]["shipped float16 weights"]
@@ -223,7 +223,6 @@ def _distilled_sections(packaged: dict) -> str:
     stage2 = _load(DISTILL / "distill_stage2.json")
     stage3 = _load(DISTILL / "distill_stage3.json")
     stage1 = _load(DISTILL / "distill.json")
-    pretraining = _load(RESULTS / "albert_en_mini" / "pretraining.json")
     if stage1 is None or stage2 is None or stage3 is None:
         raise SystemExit(
             f"{DISTILL}: distill.json, distill_stage2.json or distill_stage3.json is missing"
@@ -268,7 +267,7 @@ new masking of the pretraining corpus's training split, LAMB at {s3["learning_ra
 
 ## Held-out figures
 
-{_heldout_table(packaged, stage3, pretraining)}
+{_heldout_table(packaged, stage3)}
 
 The quickstart's fill-in-the-blank (step 8, `albert-tf quickstart`) with this model: median rank
 of the answer {demo["trained"]:g} against the unigram guess's {demo["unigram"]:g} and untrained
