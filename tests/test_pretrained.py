@@ -36,6 +36,21 @@ def test_the_float32_model_holds_the_stored_float16_values_exactly(shipped):
     assert shipped.mlm_head is not None and shipped.sop_head is not None
 
 
+def test_write_shipped_gives_back_the_shipped_files_readable_by_all(shipped, tmp_path):
+    import os
+    import stat
+
+    from albert_tf.pretrained import write_shipped
+
+    folder = write_shipped(shipped, tmp_path / "copy")
+    for name in (WEIGHTS_FILE, "spm.model", "spm.vocab"):
+        assert (folder / name).read_bytes() == (SHIPPED_DIR / NAME / name).read_bytes(), name
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in folder.iterdir():  # safetensors' own save_file would leave the weights 0600
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, path.name
+
+
 def test_the_name_resolves_to_one_cached_checkpoint_directory(shipped):
     directory = checkpoint_dir(NAME)
     assert checkpoint_dir(NAME) == directory and resolve(NAME) == str(directory)

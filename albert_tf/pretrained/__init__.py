@@ -128,7 +128,7 @@ def write_shipped(model, output: str | os.PathLike, *, overwrite: bool = False) 
     CheckpointError when a weight is not finite or does not fit in float16."""
     import shutil
 
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save
 
     from albert_tf.io_utils import atomic_dir
     from albert_tf.weights import variables_by_name
@@ -147,7 +147,8 @@ def write_shipped(model, output: str | os.PathLike, *, overwrite: bool = False) 
     sp_model = Path(model.sp_model_path)
     with atomic_dir(output, overwrite=overwrite) as tmp:
         model.config.to_json_file(tmp / CONFIG_FILE)
-        save_file(tensors, str(tmp / WEIGHTS_FILE))
+        # bytes written here, not safetensors' save_file, which makes the file 0600
+        (tmp / WEIGHTS_FILE).write_bytes(save(tensors))
         shutil.copyfile(sp_model, tmp / SP_MODEL_FILE)
         shutil.copyfile(sp_model.with_suffix(".vocab"), tmp / "spm.vocab")
     return Path(output)
