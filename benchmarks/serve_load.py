@@ -111,6 +111,7 @@ class Served:
         with open(log, "wb") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}/v2/models/classifier/infer"
+        self.triton_url = f"http://127.0.0.1:{triton}/v2/models/classifier/infer"  # no front
         deadline = time.monotonic() + 300
         while True:
             try:
