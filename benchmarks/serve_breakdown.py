@@ -84,12 +84,9 @@ def route(served: Served, url: str, bodies: list[bytes], seconds: float) -> dict
     }
 
 
-def per_text(model: Path, texts: list[str], threads: int, batch: int, seconds: float) -> float:
-    """Milliseconds per text of the served file in this process at `batch` texts a call."""
-    from albert_tf.export.triton.model import Classifier
-    from albert_tf.export.triton.repository import NUL_SUBSTITUTE
-
-    classifier = Classifier(model, threads, 1, NUL_SUBSTITUTE)
+def per_text(classifier, texts: list[str], batch: int, seconds: float) -> float:
+    """Milliseconds per text of `classifier` (the served file's `Classifier`) at `batch` texts
+    a call."""
     classifier(classifier.texts({"text": texts[:batch]}))  # warm-up
     done, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds or done < 10 * batch:
@@ -100,15 +97,19 @@ def per_text(model: Path, texts: list[str], threads: int, batch: int, seconds: f
 
 
 def run(args) -> dict:
+    from albert_tf.export.triton.model import Classifier
+    from albert_tf.export.triton.repository import NUL_SUBSTITUTE
+
     triton = args.finetuned / "triton" / "classifier"
     model = triton / "1" / "model.onnx"
     inputs = {"fixed128": fixed_texts(args.finetuned / "spm.model"), "short": short_texts()}
     threads = served_threads(triton / "config.pbtxt")
     results: dict = {"machine": machine(), "served_threads": threads, "routes": {}, "batches": {}}
-    for kind, texts in inputs.items():
-        for n in (1, 2):
+    for n in (1, 2):  # one ONNX Runtime session per thread count, for every input and batch
+        classifier = Classifier(model, n, 1, NUL_SUBSTITUTE)
+        for kind, texts in inputs.items():
             for batch in BATCHES:
-                ms = per_text(model, texts, n, batch, args.duration / 3)
+                ms = per_text(classifier, texts, batch, args.duration / 3)
                 results["batches"].setdefault(kind, {}).setdefault(str(n), {})[str(batch)] = ms
                 print(f"in process, {kind}, {n} thread(s), batch {batch}: {ms} ms/text", flush=True)
     served = Served(args.finetuned, [], Path(tempfile.mkdtemp(prefix="serve-breakdown-")) / "log")

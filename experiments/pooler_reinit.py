@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     path = RESULTS / f"{args.model}.jsonl"
     records = read_results(path)
     if not args.report:
-        init, (_, learning_rate, epochs) = _init(args.model), MODELS[args.model]
+        _, learning_rate, epochs = MODELS[args.model]
+        init = _init(args.model)
         done = {(r["data"], r["reinit_pooler"], r["seed"]) for r in records}
         path.parent.mkdir(parents=True, exist_ok=True)
         for data in SETS:
