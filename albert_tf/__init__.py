@@ -8,8 +8,9 @@ and the errors are imported with the package; every other name imports its modul
 TensorFlow) on first use.
 
 The repository's `preprocess/` and `export/` folders install as `albert_tf.preprocess` and
-`albert_tf.export` (pyproject.toml's package-dir): albert-tf claims one top-level name, so a
-user's own `preprocess.py` or `export.py` never shadows it.
+`albert_tf.export` (pyproject.toml's package-dir, which setup.py's package search follows):
+albert-tf claims one top-level name, so a user's own `preprocess.py` or `export.py` never
+shadows it.
 """
 
 from albert_tf.config import PRESETS, AlbertConfig, resolve_config
@@ -24,7 +25,6 @@ from albert_tf.errors import (
     TokenizerError,
 )
 from albert_tf.lazy import lazy_exports
-from albert_tf.legacy_names import install as _install_legacy_names
 
 _LAZY, __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -65,4 +65,3 @@ __all__ = [
     *_LAZY,
 ]
 __version__ = "0.1.0"
-_install_legacy_names()

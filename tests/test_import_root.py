@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -67,34 +68,61 @@ def test_a_script_beside_its_own_preprocess_export_and_tokenizer_files(tmp_path)
     assert "USER MODULES IMPORTED: []" in done.stdout
 
 
-def _setuptools() -> dict:
-    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
-        "setuptools"
-    ]
+# The folders that install, each with the name it installs under (pyproject.toml's package-dir).
+FOLDERS = {
+    "albert_tf": "albert_tf",
+    "preprocess": "albert_tf/preprocess",
+    "export": "albert_tf/export",
+}
 
 
-def test_every_package_folder_is_listed_under_one_root():
-    setuptools = _setuptools()
-    listed = set(setuptools["packages"])
-    assert all(p == "albert_tf" or p.startswith("albert_tf.") for p in listed)
-    found = set()
-    for prefix, top in [("albert_tf", "albert_tf"), *setuptools["package-dir"].items()]:
-        for init in (REPO / top).rglob("__init__.py"):
-            parts = init.parent.relative_to(REPO / top).parts
-            found.add(".".join((prefix, *parts)))
-    assert listed == found
+def _checkout(tmp_path) -> Path:
+    """The tracked files that an install reads, copied as a clone has them."""
+    source = tmp_path / "source"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--", "pyproject.toml", "setup.py", "README.md", *FOLDERS],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\0")
+    for name in filter(None, listed):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, source / name)
+    return source
+
+
+def _installed_modules() -> set[str]:
+    """Every module file of the three folders, at the path an install gives it."""
+    return {
+        f"{installed}/{path.relative_to(REPO / folder).as_posix()}"
+        for folder, installed in FOLDERS.items()
+        for path in (REPO / folder).rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+
+
+def test_no_symlink_is_tracked_in_a_folder_that_installs():
+    """The import root is pyproject.toml's package-dir alone: no link in the tree stands in."""
+    staged = subprocess.run(
+        ["git", "ls-files", "-s", "--", *FOLDERS],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert [line for line in staged if line.startswith("120000")] == []
+
+
+def test_package_dir_names_every_folder_that_installs():
+    table = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    package_dir = table["setuptools"]["package-dir"]
+    assert {folder: name.replace(".", "/") for name, folder in package_dir.items()} == FOLDERS
 
 
 @pytest.mark.slow
-def test_the_wheel_installs_nothing_beside_albert_tf(tmp_path):
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    for folder in ("albert_tf", "preprocess", "export"):
-        shutil.copytree(
-            REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__")
-        )
+def test_the_wheel_installs_every_module_and_nothing_beside_albert_tf(tmp_path):
+    source = _checkout(tmp_path)
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
     done = subprocess.run(
         [*command, "-w", str(tmp_path / "dist"), str(source)],
@@ -104,54 +132,19 @@ def test_the_wheel_installs_nothing_beside_albert_tf(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("albert_tf-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
+    names = set(zipfile.ZipFile(wheel).namelist())
     assert {name.split("/")[0] for name in names} == {"albert_tf", "albert_tf-0.1.0.dist-info"}
-    for module in (
-        "preprocess/tokenizer.py",
-        "export/bundle.py",
-        "pretrained/albert_en_mini/spm.model",
-    ):
-        assert f"albert_tf/{module}" in names
+    assert _installed_modules() - names == set()
+    assert "albert_tf/pretrained/albert_en_mini/spm.model" in names
 
 
-def test_the_names_the_notebooks_taught_still_import_with_one_warning(tmp_path):
-    code = textwrap.dedent(
-        """
-        import warnings
-        warnings.simplefilter("always")
-        import albert_tf
-        import albert_tf.export.bundle as new_bundle
-        from albert_tf.preprocess import corpus as new_corpus
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            from export.bundle import export_bundle
-            from preprocess.corpus import build_default_corpus
-        import export.bundle, preprocess.corpus
-        assert export.bundle is new_bundle and preprocess.corpus is new_corpus
-        assert export_bundle is new_bundle.export_bundle
-        assert build_default_corpus is new_corpus.build_default_corpus
-        print(sorted(str(w.message).split("`")[1] for w in caught))
-        print({w.category.__name__ for w in caught})
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=_env(), capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
-    assert lines == [
-        "['export', 'export.bundle', 'preprocess', 'preprocess.corpus']",
-        "{'FutureWarning'}",
-    ]
-
-
-def test_the_old_names_are_left_to_a_users_own_files(tmp_path):
+def test_the_old_top_level_names_are_left_to_a_users_own_files(tmp_path):
     (tmp_path / "preprocess.py").write_text("MINE = True\n")
     code = "import albert_tf, preprocess; print(preprocess.MINE)\n"
-    code += "import albert_tf.preprocess.corpus; print(hasattr(preprocess, 'corpus'))"
+    code += "import albert_tf.preprocess.corpus; print(hasattr(preprocess, 'corpus'))\n"
+    code += "import importlib.util; print(importlib.util.find_spec('export'))"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=_env(), capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["True", "False"]
-    assert "deprecated" not in done.stderr
+    assert done.stdout.split() == ["True", "False", "None"]

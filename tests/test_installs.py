@@ -1,16 +1,27 @@
-"""What each documented install resolves: an extra may add packages, never narrow the core's.
+"""What each documented install resolves and gives.
 
-CI installs every extra at once (the `test` extra), so a pin written in one extra alone holds in
-CI and not for a user who installs another extra alone: sentencepiece once resolved to 0.2.2 in
-CI and to 0.2.3 for `.[keras-hub]` alone, and the keras-hub export crashed only there.
+An extra may add packages, never narrow the core's. CI installs every extra at once (the `test`
+extra), so a pin written in one extra alone holds in CI and not for a user who installs another
+extra alone: sentencepiece once resolved to 0.2.2 in CI and to 0.2.3 for `.[keras-hub]` alone,
+and the keras-hub export crashed only there.
+
+Every kind of install (editable, from the folder, from a built wheel) gives the same one import
+root from a clone's files: `albert_tf.export` and `albert_tf.preprocess` import from the install,
+`albert-tf` runs, and no bare `export` or `preprocess` is put on the path.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import venv
 
 import pytest
 from packaging.requirements import Requirement
 
 from tests.conftest import REPO
+from tests.test_import_root import _checkout, _env
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
@@ -29,3 +40,65 @@ def test_no_extra_narrows_a_core_requirement():
         if requirement.name in core and requirement.specifier != core[requirement.name].specifier
     ]
     assert narrowed == [], "pin these in `dependencies` instead, for every install"
+
+
+# Run in the install's own environment, from an empty folder: where each name comes from.
+WHERE = """
+import importlib.util, json
+import albert_tf.export.bundle, albert_tf.preprocess.tokenizer
+print(json.dumps({
+    "export": albert_tf.export.bundle.__file__,
+    "preprocess": albert_tf.preprocess.tokenizer.__file__,
+    "bare": [name for name in ("export", "preprocess") if importlib.util.find_spec(name)],
+}))
+"""
+
+
+def _install(tmp_path, kind: str):
+    """A virtual environment (seeing the machine's packages) with the clone installed by `kind`;
+    returns (its bin folder, the folder whose files the install's modules must be)."""
+    source = _checkout(tmp_path)
+    environment = tmp_path / "env"
+    venv.create(environment, system_site_packages=True, with_pip=False)
+    python = str(environment / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--quiet"]
+    if kind == "wheel":
+        build = [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+        subprocess.run([*build, "-w", str(tmp_path / "dist"), str(source)], check=True)
+        (target,) = (tmp_path / "dist").glob("albert_tf-*.whl")
+    else:
+        target = source
+    subprocess.run([*pip, *(["-e"] if kind == "editable" else []), str(target)], check=True)
+    site = next((environment / "lib").glob("python3*/site-packages"))
+    return environment / "bin", source if kind == "editable" else site
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["editable", "folder", "wheel"])
+def test_every_install_gives_one_import_root(tmp_path, kind):
+    bin_folder, home = _install(tmp_path, kind)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {**_env(), "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [str(bin_folder / "python"), "-c", WHERE],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    where = json.loads(done.stdout.splitlines()[-1])
+    assert where["bare"] == []
+    assert where["export"].startswith(str(home)) and where["preprocess"].startswith(str(home))
+    helped = subprocess.run(
+        [str(bin_folder / "albert-tf"), "export", "--help"],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert helped.returncode == 0, helped.stderr[-3000:]
+    assert "--checkpoint" in helped.stdout
