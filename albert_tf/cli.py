@@ -69,10 +69,37 @@ def available_commands() -> list[str]:
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line, like every other error (exit 2)."""
+    """An ArgumentParser whose usage errors are one line, like every other error (exit 2), and
+    whose unknown options name the command's nearest real one."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            command = self._subparsers._group_actions[0].choices[parsed.command]
+            self.error(f"unrecognized arguments: {' '.join(unknown)}{nearest(unknown, command)}")
+        return parsed
+
+
+def nearest(unknown: list[str], command: argparse.ArgumentParser) -> str:
+    """ "; did you mean --NAME?" for the first unknown option of `command` that is near one of
+    its visible options (`--learning_rate` finds `--learning-rate`), else ""."""
+    from albert_tf.config import did_you_mean
+
+    options = [
+        name
+        for action in command._actions
+        for name in visible_options(action, command.prog.split()[-1])
+        if name.startswith("--")
+    ]
+    for word in unknown:
+        if word.startswith("--"):
+            suggestion = did_you_mean(word.partition("=")[0].replace("_", "-"), options)
+            if suggestion:
+                return suggestion
+    return ""
 
 
 def visible_options(action: argparse.Action, command: str) -> list[str]:

@@ -95,6 +95,33 @@ def test_a_deprecated_name_works_and_says_so(capsys):
     ]
 
 
+FINETUNE = ["--task", "classify", "--train", "t.tsv", "--init", "albert_en_mini", "--output", "r"]
+
+
+def test_a_misspelt_option_names_the_nearest_real_one():
+    for argv, suggestion in (
+        (["finetune", *FINETUNE, "--learning_rate", "1e-4"], "--learning-rate"),
+        (["predict", "--checkpoint", "r", "--input", "t.tsv", "--ouptut", "p"], "--output"),
+        (
+            ["export", "--checkpoint", "r", "--output", "o", "--max_seq_length=64"],
+            "--max-seq-length",
+        ),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "albert_tf.cli", *argv], capture_output=True, text=True
+        )
+        assert done.returncode == 2
+        assert done.stderr.count("\n") == 1
+        assert done.stderr.startswith("albert-tf: error: unrecognized arguments: ")
+        assert done.stderr.endswith(f"; did you mean {suggestion}? (see --help)\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "albert_tf.cli", "params", "--config", "tiny", "--zzz"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.stderr == "albert-tf: error: unrecognized arguments: --zzz (see --help)\n"
+
+
 def test_held_out_data_is_eval_on_every_command():
     for command in ("pretrain", "evaluate", "finetune"):
         result = subprocess.run(
