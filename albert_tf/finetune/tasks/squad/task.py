@@ -1,8 +1,8 @@
-"""squad: SQuAD v1.1/v2.0 JSON; windows of the context with doc stride (`finetune.squad`), a head
-on `sequence_output`, the official EM/F1.
+"""squad: SQuAD v1.1/v2.0 JSON; windows of the context with doc stride (`data`), a head on
+`sequence_output`, the official EM/F1.
 
 Two heads (`--squad-head`):
-- `albert` (the default on v2.0 data): ALBERT's own SQuAD 2.0 head (`finetune.squad_head`), as
+- `albert` (the default on v2.0 data): ALBERT's own SQuAD 2.0 head (`heads`), as
   google-research/albert's run_squad_v2.py trains and decodes it: a start distribution, end
   logits conditioned on the start (the gold one in training, a start_n_top x end_n_top beam in
   inference), and an answer-class logit that decides "no answer" against a threshold picked on
@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from albert_tf.finetune import data, metrics, squad
+from albert_tf.finetune import metrics
 from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.tasks.base import Task, TaskData
+from albert_tf.finetune.tasks.squad import data, postprocess
 
 
 class _Spans:
@@ -97,7 +98,7 @@ class Squad(Task):
 
     def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
         s = self.settings
-        squad_features = squad.build_squad_features(
+        squad_features = data.build_squad_features(
             examples, tokenizer, s.max_seq_length, s.doc_stride, s.max_query_length, training
         )
         inputs = {
@@ -125,7 +126,7 @@ class Squad(Task):
 
         encoded = encoder({k: inputs[k] for k in INPUT_NAMES}, training=training)
         if self.albert_head:
-            from albert_tf.finetune.squad_head import answer_mask
+            from albert_tf.finetune.tasks.squad.heads import answer_mask
 
             start = inputs.get("start_positions") if training else None
             return head(encoded, answer_mask(inputs), start, training=training)
@@ -169,7 +170,7 @@ class Squad(Task):
     def decode(self, outputs: dict[str, np.ndarray], task_data: TaskData) -> list[dict]:
         s = self.settings
         if self.albert_head:
-            predictions = squad.postprocess_squad_beam(
+            predictions = postprocess.postprocess_squad_beam(
                 task_data.examples,
                 task_data.squad_features,
                 outputs,
@@ -178,7 +179,7 @@ class Squad(Task):
                 null_score_diff_threshold=self.null_threshold(),
             )
         else:
-            predictions = squad.postprocess_squad(
+            predictions = postprocess.postprocess_squad(
                 task_data.examples,
                 task_data.squad_features,
                 outputs["start_logits"],
@@ -302,8 +303,8 @@ class Squad(Task):
 
     def _serve_beam(self, outputs: dict, spans: _Spans) -> tuple:
         """ALBERT's head in the graph: the beam's best valid pair, "no answer" when the
-        answer-class logit reaches the threshold (`squad.postprocess_squad_beam` on one
-        window)."""
+        answer-class logit reaches the threshold (`postprocess.postprocess_squad_beam` on
+        one window)."""
         import tensorflow as tf
 
         s = self.settings
