@@ -14,6 +14,7 @@ Two heads (`--squad-head`):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,17 @@ from albert_tf.finetune import metrics
 from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.tasks.base import Task, TaskData
 from albert_tf.finetune.tasks.squad import data, postprocess
+
+
+@dataclass
+class SquadData(TaskData):
+    """A SQuAD file's model inputs: one row per feature (a window of a context), so `inputs` and
+    `labels` have more rows than `examples`. `squad_features[i]` maps row i back to its example
+    and the context's characters; `gold_answers` holds every question's gold texts by id (empty
+    for unlabelled input) for the official EM/F1."""
+
+    squad_features: list[data.SquadFeature] = field(default_factory=list)
+    gold_answers: dict[str, list[str]] = field(default_factory=dict)
 
 
 class _Spans:
@@ -96,7 +108,7 @@ class Squad(Task):
         picked = (best_scores or {}).get("null_score_diff_threshold", 0.0)
         self.settings = self.settings.replace(null_score_diff_threshold=float(picked))
 
-    def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
+    def encode(self, examples: list, tokenizer: Any, training: bool) -> SquadData:
         s = self.settings
         squad_features = data.build_squad_features(
             examples, tokenizer, s.max_seq_length, s.doc_stride, s.max_query_length, training
@@ -112,7 +124,7 @@ class Squad(Task):
             "is_impossible": (starts == 0).astype(np.int32),
         }
         gold = {e.qid: list(e.gold_texts) for e in examples}
-        return TaskData(inputs, labels, examples, {}, squad_features, gold_answers=gold)
+        return SquadData(inputs, labels, examples, squad_features=squad_features, gold_answers=gold)
 
     def num_outputs(self) -> int:
         return 2
@@ -167,7 +179,7 @@ class Squad(Task):
             return 0.0
         return s.null_score_diff_threshold
 
-    def decode(self, outputs: dict[str, np.ndarray], task_data: TaskData) -> list[dict]:
+    def decode(self, outputs: dict[str, np.ndarray], task_data: SquadData) -> list[dict]:
         s = self.settings
         if self.albert_head:
             predictions = postprocess.postprocess_squad_beam(
@@ -203,7 +215,7 @@ class Squad(Task):
             records.append(record)
         return records
 
-    def evaluate(self, records: list[dict], task_data: TaskData) -> dict[str, float]:
+    def evaluate(self, records: list[dict], task_data: SquadData) -> dict[str, float]:
         """The official EM/F1, and on v2.0 data HasAns/NoAns and the official search for the
         null threshold on the best spans (`best_exact`, `best_f1` and their `*_thresh`: with
         BERT's head a threshold for --null-score-diff-threshold as it is). ALBERT's head without
@@ -228,7 +240,7 @@ class Squad(Task):
         scores = metrics.squad_scores(answers, gold)
         return {**scores, **search, "null_score_diff_threshold": threshold}
 
-    def has_labels(self, task_data: TaskData) -> bool:
+    def has_labels(self, task_data: SquadData) -> bool:
         return any(task_data.gold_answers.values()) or any(
             e.is_impossible for e in task_data.examples
         )
