@@ -168,7 +168,8 @@ def run_one(head: str, seed: int, paths: dict[str, Path]) -> dict:
 
 def summarize(paths: dict[str, Path]) -> dict:
     """Mean and standard deviation over seeds of each head's test scores, and the baseline."""
-    from albert_tf.finetune import data, metrics
+    from albert_tf.finetune import metrics
+    from albert_tf.finetune.tasks.squad import data
 
     examples, _ = data.read_squad(paths["test"], training=False)
     gold = {e.qid: list(e.gold_texts) for e in examples}

@@ -8,6 +8,8 @@ import pytest
 
 from albert_tf.errors import DataError
 from albert_tf.finetune import data
+from albert_tf.finetune.tasks.multiple_choice import read_race
+from albert_tf.finetune.tasks.tag import read_conll
 
 
 def test_glue_tsv_sst2_and_pairs(tmp_path):
@@ -135,7 +137,7 @@ def test_race_directory_tree(tmp_path):
     tree = tmp_path / "RACE" / "dev" / "high"
     tree.mkdir(parents=True)
     (tree / "1.txt").write_text(json.dumps(RACE_RECORD))
-    examples = data.read_race(tmp_path / "RACE" / "dev")
+    examples = read_race(tmp_path / "RACE" / "dev")
     assert [(e.qid, e.question, e.label) for e in examples] == [
         ("high1.txt-0", "The sky is _ .", 1),
         ("high1.txt-1", "Is water wet?", 0),
@@ -144,7 +146,7 @@ def test_race_directory_tree(tmp_path):
     bad = dict(RACE_RECORD, answers=["B", "Q"])
     (tree / "2.txt").write_text(json.dumps(bad))
     with pytest.raises(DataError, match=r"2.txt:1: answer 'Q' of question 1"):
-        data.read_race(tree)
+        read_race(tree)
 
 
 def test_conll_2003(tmp_path):
@@ -153,12 +155,12 @@ def test_conll_2003(tmp_path):
         "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\nGerman JJ B-NP B-MISC\n\n"
         "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n"
     )
-    examples = data.read_conll(conll)
+    examples = read_conll(conll)
     assert [(e.words, e.tags, e.source) for e in examples] == [
         (("EU", "rejects", "German"), ("B-ORG", "O", "B-MISC"), f"{conll}:3"),
         (("Peter", "Blackburn"), ("B-PER", "I-PER"), f"{conll}:7"),
     ]
     conll.write_text("EU B-ORG\nrejects\n")
     with pytest.raises(DataError, match=rf"{conll}:2: expected 'word ... tag'"):
-        data.read_conll(conll)
-    assert data.read_conll(conll, require_labels=False)[0].tags is None
+        read_conll(conll)
+    assert read_conll(conll, require_labels=False)[0].tags is None

@@ -19,6 +19,7 @@ PACKAGES = (
     "albert_tf.pretraining",
     "albert_tf.finetune",
     "albert_tf.finetune.tasks",
+    "albert_tf.finetune.tasks.squad",
     "albert_tf.quickstart",
     "albert_tf.benchmarking",
     "albert_tf.preprocess",

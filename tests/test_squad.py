@@ -12,12 +12,8 @@ from hypothesis import strategies as st
 
 from albert_tf.errors import ConfigError
 from albert_tf.finetune.alignment import encode_with_offsets
-from albert_tf.finetune.data import SquadExample, read_squad
-from albert_tf.finetune.squad import (
-    build_squad_features,
-    postprocess_squad,
-    postprocess_squad_beam,
-)
+from albert_tf.finetune.tasks.squad.data import SquadExample, build_squad_features, read_squad
+from albert_tf.finetune.tasks.squad.postprocess import postprocess_squad, postprocess_squad_beam
 from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 

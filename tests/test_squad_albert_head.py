@@ -12,9 +12,9 @@ import tensorflow as tf
 
 from albert_tf.cli import main
 from albert_tf.finetune.inference import batched_outputs
-from albert_tf.finetune.squad import beam_spans, postprocess_squad_beam
-from albert_tf.finetune.squad_head import answer_mask
 from albert_tf.finetune.tasks import get_task
+from albert_tf.finetune.tasks.squad.heads import answer_mask
+from albert_tf.finetune.tasks.squad.postprocess import beam_spans, postprocess_squad_beam
 from tests.helpers import one_error_line
 
 FIXTURE = "albert_tf1_squad_v2"

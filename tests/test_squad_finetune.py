@@ -201,9 +201,9 @@ def test_serving_equals_in_memory(squad_run):
         np.testing.assert_allclose(
             got["null_score_diff"].numpy(), expected["cls_logits"], atol=1e-4
         )
-    from albert_tf.finetune.tasks import TaskData
+    from albert_tf.finetune.tasks.squad import SquadData
 
-    subset = TaskData(
+    subset = SquadData(
         {k: v[rows] for k, v in data.inputs.items()},
         None,
         [data.examples[i] for i in one_window],

@@ -37,7 +37,8 @@ __all__ = [
     "target_name",
 ]
 
-# run_squad_v2.py's head variables -> the attribute path of each in `squad_head.SquadV2Head`.
+# run_squad_v2.py's head variables -> the attribute path of each in
+# `finetune.tasks.squad.heads.SquadV2Head`.
 SQUAD_V2_HEAD = {
     "start_logits/dense/kernel": "start_logits.kernel",
     "start_logits/dense/bias": "start_logits.bias",

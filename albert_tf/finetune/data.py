@@ -1,13 +1,15 @@
-"""Readers of the task file formats, unchanged from their official releases.
+"""Readers of the sentence (pair) file formats, and the example types the featurizers share.
 
-- Sentence (pair) classification and regression: TSV, CSV and JSONL; columns chosen by name or
-  0-based index. A TSV is read the way its writer meant it (`read_text_file`, `quoting`): GLUE's
-  TSVs never quote (a `"` is text), files from Python's `csv` module or pandas quote fields that
-  hold a tab, a quote or a line break.
-- SQuAD v1.1 / v2.0 JSON (`read_squad`).
-- RACE JSON: one JSON object per file as in the released RACE tree (`read_race`).
-- CoNLL-2003 style tagging: one token per line, tag in the last column, blank line between
-  sentences, `-DOCSTART-` lines ignored (`read_conll`).
+Sentence (pair) classification and regression read TSV, CSV and JSONL (`read_text_file`); columns
+chosen by name or 0-based index. A TSV is read the way its writer meant it (`quoting`): GLUE's
+TSVs never quote (a `"` is text), files from Python's `csv` module or pandas quote fields that
+hold a tab, a quote or a line break.
+
+The other formats are read in their task's module or package: SQuAD v1.1 / v2.0 JSON
+(`tasks.squad.data.read_squad`), RACE JSON (`tasks.multiple_choice.read_race`), CoNLL-2003 style
+tagging (`tasks.tag.read_conll`). `ChoiceExample` and `TagExample` stay here: `features` and
+`windows` encode them, and the tasks import those modules (the types in a task would close a
+circle).
 
 Every reader raises `DataError` naming the file and 1-based line of a malformed record.
 """
@@ -19,7 +21,7 @@ import io
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from albert_tf.errors import DataError
@@ -54,19 +56,6 @@ class TextExample:
 
 
 @dataclass(frozen=True)
-class SquadExample:
-    """One SQuAD question; `answers` holds (text, character start) pairs in `context`."""
-
-    qid: str
-    question: str
-    context: str
-    answers: tuple[tuple[str, int], ...]
-    is_impossible: bool
-    source: str
-    gold_texts: tuple[str, ...] = ()  # every gold answer as written (for the official EM/F1)
-
-
-@dataclass(frozen=True)
 class ChoiceExample:
     """One multiple-choice question (RACE); `label` is the index of the right option."""
 
@@ -87,17 +76,8 @@ class TagExample:
     source: str
 
 
-@dataclass
-class SquadStats:
-    """Counts reported by `read_squad`: questions kept and answers dropped."""
-
-    questions: int = 0
-    impossible: int = 0
-    answers_not_in_context: int = 0
-    dropped_questions: list[str] = field(default_factory=list)
-
-
-def _check_file(path: str | os.PathLike) -> Path:
+def check_file(path: str | os.PathLike) -> Path:
+    """`path` as a Path; DataError if it is not an existing file."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"input file {path} does not exist")
@@ -243,7 +223,7 @@ def read_text_file(
     fields are quoted (see `_delimited_records`). Every record must have as many fields as the
     header (or, without one, the first record); DataError names the line of one that does not.
     """
-    path = _check_file(path)
+    path = check_file(path)
     if path.suffix.lower() in (".jsonl", ".json"):
         return _read_jsonl(path, task, text_column, text_pair_column, label_column, require_labels)
     records = _delimited_records(path, quoting)
@@ -324,167 +304,6 @@ def _label(label: object, task: str, require_labels: bool, source: str) -> str |
         except (TypeError, ValueError):
             raise DataError(f"{source}: label {label!r} is not a number") from None
     return str(label)
-
-
-def _load_json(path: Path) -> object:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: not UTF-8 text") from None
-
-
-def read_squad(path: str | os.PathLike, training: bool) -> tuple[list[SquadExample], SquadStats]:
-    """Reads a SQuAD v1.1 or v2.0 JSON file (`{"data": [{"paragraphs": [...]}]}`).
-
-    Gold answers whose text does not occur at `answer_start` in the context are counted in
-    `SquadStats.answers_not_in_context` and dropped; in training a question left without a
-    usable answer (and not marked impossible) is dropped and listed in `dropped_questions`.
-    """
-    path = _check_file(path)
-    document = _load_json(path)
-    if not isinstance(document, dict) or not isinstance(document.get("data"), list):
-        raise DataError(f"{path}: not a SQuAD file (no top-level 'data' list)")
-    stats, examples = SquadStats(), []
-    for a, article in enumerate(document["data"]):
-        for p, paragraph in enumerate(article.get("paragraphs", [])):
-            try:
-                context = paragraph["context"]
-                qas = paragraph["qas"]
-            except (KeyError, TypeError):
-                raise DataError(f"{path}: data[{a}].paragraphs[{p}] lacks context or qas") from None
-            for qa in qas:
-                try:
-                    qid, question = str(qa["id"]), qa["question"]
-                    raw_answers = qa.get("answers", [])
-                    answers = [(x["text"], int(x["answer_start"])) for x in raw_answers]
-                except (KeyError, TypeError, ValueError):
-                    raise DataError(
-                        f"{path}: data[{a}].paragraphs[{p}]: malformed question {qa.get('id')!r}"
-                    ) from None
-                impossible = bool(qa.get("is_impossible", False))
-                kept = tuple(
-                    (text, start)
-                    for text, start in answers
-                    if context[start : start + len(text)] == text and text.strip()
-                )
-                stats.answers_not_in_context += len(answers) - len(kept)
-                if training and not impossible and not kept:
-                    stats.dropped_questions.append(qid)
-                    continue
-                stats.questions += 1
-                stats.impossible += impossible
-                source = f"{path}: question {qid}"
-                gold = tuple(text for text, _ in answers)
-                examples.append(
-                    SquadExample(qid, question, context, kept, impossible, source, gold)
-                )
-    return examples, stats
-
-
-def _race_files(path: Path) -> list[Path]:
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in (".txt", ".json"))
-        if not files:
-            raise DataError(f"{path}: no RACE .txt/.json files inside")
-        return files
-    return [_check_file(path)]
-
-
-def read_race(path: str | os.PathLike, require_labels: bool = True) -> list[ChoiceExample]:
-    """Reads RACE: a file or a directory tree of files holding `{"article", "questions",
-    "options", "answers", "id"}` objects (one per file, or one per line)."""
-    examples = []
-    for file in _race_files(Path(path)):
-        with open(file, encoding="utf-8") as f:
-            lines = [(n, line) for n, line in enumerate(f, 1) if line.strip()]
-        if (
-            len(lines) > 1
-            and lines[0][1].lstrip().startswith("{")
-            and lines[0][1].rstrip().endswith("}")
-        ):
-            records = lines
-        else:
-            records = [(lines[0][0] if lines else 1, "".join(line for _, line in lines))]
-        for number, text in records:
-            source = f"{file}:{number}"
-            try:
-                record = json.loads(text)
-                article, questions = record["article"], record["questions"]
-                options, answers = record["options"], record.get("answers")
-            except json.JSONDecodeError as e:
-                raise DataError(f"{source}: invalid JSON ({e.msg})") from None
-            except (KeyError, TypeError):
-                raise DataError(
-                    f"{source}: a RACE record needs article, questions, options"
-                ) from None
-            if len(options) != len(questions) or (
-                answers is not None and len(answers) != len(questions)
-            ):
-                raise DataError(f"{source}: questions, options and answers differ in length")
-            for i, (question, choices) in enumerate(zip(questions, options, strict=True)):
-                label = None
-                if answers is not None:
-                    letter = str(answers[i]).strip().upper()
-                    if len(letter) != 1 or not 0 <= ord(letter) - ord("A") < len(choices):
-                        raise DataError(
-                            f"{source}: answer {answers[i]!r} of question {i} is not an option letter"
-                        )
-                    label = ord(letter) - ord("A")
-                elif require_labels:
-                    raise DataError(f"{source}: missing answers")
-                qid = f"{record.get('id', file.name)}-{i}"
-                examples.append(
-                    ChoiceExample(qid, article, question, tuple(choices), label, source)
-                )
-    return examples
-
-
-def read_conll(path: str | os.PathLike, require_labels: bool = True) -> list[TagExample]:
-    """Reads CoNLL-style tagging data: `word ... tag` per line, blank lines between sentences.
-
-    With `require_labels` False a line holding only the word is allowed (tags None).
-    """
-    path = _check_file(path)
-    examples: list[TagExample] = []
-    words: list[str] = []
-    tags: list[str] = []
-    start = 1
-
-    def flush() -> None:
-        if words:
-            labelled = tags if len(tags) == len(words) else None
-            examples.append(
-                TagExample(
-                    tuple(words), None if labelled is None else tuple(labelled), f"{path}:{start}"
-                )
-            )
-        words.clear()
-        tags.clear()
-
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            fields = line.split()
-            if not fields:
-                flush()
-                continue
-            if fields[0] == "-DOCSTART-":
-                flush()
-                continue
-            if not words:
-                start = number
-            if len(fields) < 2:
-                if require_labels:
-                    raise DataError(
-                        f"{path}:{number}: expected 'word ... tag', got {line.strip()!r}"
-                    )
-            else:
-                tags.append(fields[-1])
-            words.append(fields[0])
-    flush()
-    return examples
 
 
 def label_list(labels: Sequence[str | None], path: str | os.PathLike) -> list[str]:

@@ -102,9 +102,9 @@ def reinit_pooler(encoder: Any, initializer_range: float) -> None:
 
 def build_head(task: Task, initializer_range: float) -> keras.layers.Layer:
     """The head `task` needs: a `TaskHead`, or for SQuAD with ALBERT's head a
-    `squad_head.SquadV2Head`."""
+    `tasks.squad.heads.SquadV2Head`."""
     if task.name == "squad" and task.albert_head:
-        from albert_tf.finetune.squad_head import SquadV2Head
+        from albert_tf.finetune.tasks.squad.heads import SquadV2Head
 
         s = task.settings
         return SquadV2Head(s.start_n_top, s.end_n_top, initializer_range=initializer_range)
@@ -117,7 +117,7 @@ class TaskModel(keras.Model):
     Inputs: the three encoder inputs, int32 [B, S] ([B, C, S] for multiple choice, [B, K, S]
     for windows). Outputs by task: classify `logits [B, L]`; regress `predictions [B]`; squad
     with BERT's head `start_logits, end_logits [B, S]` (padding positions at -10000), with
-    ALBERT's the beam and `cls_logits` (`squad_head.SquadV2Head`); multiple-choice
+    ALBERT's the beam and `cls_logits` (`tasks.squad.heads.SquadV2Head`); multiple-choice
     `logits [B, C]`; tag `logits [B, S, T]`.
     """
 

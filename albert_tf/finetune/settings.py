@@ -30,7 +30,7 @@ WINDOWED_TASKS = ("classify", "regress", "tag")
 QUOTINGS = ("auto", "csv", "none")  # TSV/CSV quoting (see data.read_text_file)
 WINDOW_POOLINGS = ("mean", "max")
 WINDOW_PLACEMENTS = ("head", "spread", "head-tail")  # the formulas: windows.window_starts
-# squad: ALBERT's own SQuAD 2.0 head (finetune.squad_head) or BERT's start/end head
+# squad: ALBERT's own SQuAD 2.0 head (tasks.squad.heads) or BERT's start/end head
 SQUAD_HEADS = ("albert", "bert")
 # Chosen by experiments/long_documents.py (docs/guides/long-documents.md): at equal K it matched
 # windows over every token where the evidence comes last, and cost nothing where it does not.

@@ -9,9 +9,14 @@ answer-class logit) and the beam (`start_top_log_probs`, `start_top_index` [B, K
 the question keeps its first `max_query_length` tokens and the context the rest
 (`albert_tf.export.onnx.text.preprocess_graph`'s `first_bound`).
 
-The head is `albert_tf.finetune.squad_head`'s computation in ONNX operators (TopK for the beam,
-OneHot products for the start states, LayerNormalization), and the answer is chosen as
+The head is `albert_tf.finetune.tasks.squad.heads`'s computation in ONNX operators (TopK for the
+beam, OneHot products for the start states, LayerNormalization), and the answer is chosen as
 `Squad._serve_beam` does.
+
+The SQuAD task's one part outside its package (`albert_tf.finetune.tasks.squad`): it builds on
+this folder's graph builder and raw-string preprocessing (`encoder.GraphBuilder`,
+`text.preprocess_graph`), and the layers (pyproject.toml's import-linter contracts) put
+`albert_tf.export` above `albert_tf.finetune`, so the task may not import them.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from albert_tf.export.onnx.text import CONTRIB, guard_empty_batch, preprocess_gr
 SQUAD_INPUTS = ("question", "context")
 BEAM_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index")
 SERVING_OUTPUTS = ("answer", "start_token", "end_token", "null_score_diff", *BEAM_OUTPUTS)
-MASKED = 1e30  # squad_head.MASKED
+MASKED = 1e30  # tasks.squad.heads.MASKED
 
 
 class _Decoding:

@@ -23,15 +23,14 @@ from albert_tf.finetune.settings import FinetuneSettings
 
 @dataclass
 class TaskData:
-    """Model inputs of one file; `labels` is None for unlabelled input."""
+    """Model inputs of one file; `labels` is None for unlabelled input. A task that keeps more
+    of a file for decoding extends it (`tasks.squad.task.SquadData`)."""
 
     inputs: dict[str, np.ndarray]
     labels: Any
     examples: list
     skipped: dict[str, int] = field(default_factory=dict)
-    squad_features: list | None = None
     word_index: np.ndarray | None = None
-    gold_answers: dict[str, list[str]] | None = None
 
     def __len__(self) -> int:
         return len(self.examples)

@@ -1,17 +1,83 @@
 """multiple-choice: RACE files; one `[CLS] article [SEP] question+option [SEP]` per option, the
-pooled output of each scored by the head, softmax over the options."""
+pooled output of each scored by the head, softmax over the options.
+
+RACE JSON is read as in the released RACE tree: one JSON object per file (`read_race`).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from albert_tf.errors import DataError
 from albert_tf.finetune import data, features, metrics
+from albert_tf.finetune.data import ChoiceExample
 from albert_tf.finetune.metrics import softmax
 from albert_tf.finetune.tasks.base import Task, TaskData
 
 LETTERS = "ABCDEFGHIJ"
+
+
+def _race_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in (".txt", ".json"))
+        if not files:
+            raise DataError(f"{path}: no RACE .txt/.json files inside")
+        return files
+    return [data.check_file(path)]
+
+
+def read_race(path: str | os.PathLike, require_labels: bool = True) -> list[ChoiceExample]:
+    """Reads RACE: a file or a directory tree of files holding `{"article", "questions",
+    "options", "answers", "id"}` objects (one per file, or one per line)."""
+    examples = []
+    for file in _race_files(Path(path)):
+        with open(file, encoding="utf-8") as f:
+            lines = [(n, line) for n, line in enumerate(f, 1) if line.strip()]
+        if (
+            len(lines) > 1
+            and lines[0][1].lstrip().startswith("{")
+            and lines[0][1].rstrip().endswith("}")
+        ):
+            records = lines
+        else:
+            records = [(lines[0][0] if lines else 1, "".join(line for _, line in lines))]
+        for number, text in records:
+            source = f"{file}:{number}"
+            try:
+                record = json.loads(text)
+                article, questions = record["article"], record["questions"]
+                options, answers = record["options"], record.get("answers")
+            except json.JSONDecodeError as e:
+                raise DataError(f"{source}: invalid JSON ({e.msg})") from None
+            except (KeyError, TypeError):
+                raise DataError(
+                    f"{source}: a RACE record needs article, questions, options"
+                ) from None
+            if len(options) != len(questions) or (
+                answers is not None and len(answers) != len(questions)
+            ):
+                raise DataError(f"{source}: questions, options and answers differ in length")
+            for i, (question, choices) in enumerate(zip(questions, options, strict=True)):
+                label = None
+                if answers is not None:
+                    letter = str(answers[i]).strip().upper()
+                    if len(letter) != 1 or not 0 <= ord(letter) - ord("A") < len(choices):
+                        raise DataError(
+                            f"{source}: answer {answers[i]!r} of question {i} is not an option letter"
+                        )
+                    label = ord(letter) - ord("A")
+                elif require_labels:
+                    raise DataError(f"{source}: missing answers")
+                qid = f"{record.get('id', file.name)}-{i}"
+                examples.append(
+                    ChoiceExample(qid, article, question, tuple(choices), label, source)
+                )
+    return examples
 
 
 class MultipleChoice(Task):
@@ -19,7 +85,7 @@ class MultipleChoice(Task):
     best_metric = "accuracy"
 
     def read(self, path: str, training: bool, require_labels: bool) -> tuple[list, dict[str, int]]:
-        return data.read_race(path, require_labels=require_labels), {}
+        return read_race(path, require_labels=require_labels), {}
 
     def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
         encoded = features.encode_choices(examples, tokenizer, self.settings.max_seq_length)

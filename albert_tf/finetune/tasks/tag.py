@@ -1,6 +1,9 @@
 """tag: CoNLL files; each word tokenized alone, the head on `sequence_output` tags the word's first
 piece; words past `max_seq_length` get the default tag ("O" when it is a tag).
 
+CoNLL-2003 style files (`read_conll`): one token per line, tag in the last column, blank line
+between sentences, `-DOCSTART-` lines ignored.
+
 With `max_windows` > 1 a long sentence's pieces are read in windows (`finetune.windows`); every
 window is a training row, and a word's tag comes from the mean of its first piece's logits over
 the windows that hold that piece (the same mean pooling as `classify`).
@@ -8,13 +11,60 @@ the windows that hold that piece (the same mean pooling as `classify`).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
 from albert_tf.errors import DataError
 from albert_tf.finetune import data, features, metrics, windows
+from albert_tf.finetune.data import TagExample
 from albert_tf.finetune.tasks.base import Task, TaskData
+
+
+def read_conll(path: str | os.PathLike, require_labels: bool = True) -> list[TagExample]:
+    """Reads CoNLL-style tagging data: `word ... tag` per line, blank lines between sentences.
+
+    With `require_labels` False a line holding only the word is allowed (tags None).
+    """
+    path = data.check_file(path)
+    examples: list[TagExample] = []
+    words: list[str] = []
+    tags: list[str] = []
+    start = 1
+
+    def flush() -> None:
+        if words:
+            labelled = tags if len(tags) == len(words) else None
+            examples.append(
+                TagExample(
+                    tuple(words), None if labelled is None else tuple(labelled), f"{path}:{start}"
+                )
+            )
+        words.clear()
+        tags.clear()
+
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields:
+                flush()
+                continue
+            if fields[0] == "-DOCSTART-":
+                flush()
+                continue
+            if not words:
+                start = number
+            if len(fields) < 2:
+                if require_labels:
+                    raise DataError(
+                        f"{path}:{number}: expected 'word ... tag', got {line.strip()!r}"
+                    )
+            else:
+                tags.append(fields[-1])
+            words.append(fields[0])
+    flush()
+    return examples
 
 
 class Tag(Task):
@@ -28,7 +78,7 @@ class Tag(Task):
         return "O" if "O" in labels else labels[0]
 
     def read(self, path: str, training: bool, require_labels: bool) -> tuple[list, dict[str, int]]:
-        return data.read_conll(path, require_labels=require_labels), {}
+        return read_conll(path, require_labels=require_labels), {}
 
     def configure(self, examples: list, path: str) -> None:
         if self.settings.labels is None:

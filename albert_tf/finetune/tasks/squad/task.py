@@ -1,8 +1,8 @@
-"""squad: SQuAD v1.1/v2.0 JSON; windows of the context with doc stride (`finetune.squad`), a head
-on `sequence_output`, the official EM/F1.
+"""squad: SQuAD v1.1/v2.0 JSON; windows of the context with doc stride (`data`), a head on
+`sequence_output`, the official EM/F1.
 
 Two heads (`--squad-head`):
-- `albert` (the default on v2.0 data): ALBERT's own SQuAD 2.0 head (`finetune.squad_head`), as
+- `albert` (the default on v2.0 data): ALBERT's own SQuAD 2.0 head (`heads`), as
   google-research/albert's run_squad_v2.py trains and decodes it: a start distribution, end
   logits conditioned on the start (the gold one in training, a start_n_top x end_n_top beam in
   inference), and an answer-class logit that decides "no answer" against a threshold picked on
@@ -14,13 +14,26 @@ Two heads (`--squad-head`):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from albert_tf.finetune import data, metrics, squad
+from albert_tf.finetune import metrics
 from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.tasks.base import Task, TaskData
+from albert_tf.finetune.tasks.squad import data, postprocess
+
+
+@dataclass
+class SquadData(TaskData):
+    """A SQuAD file's model inputs: one row per feature (a window of a context), so `inputs` and
+    `labels` have more rows than `examples`. `squad_features[i]` maps row i back to its example
+    and the context's characters; `gold_answers` holds every question's gold texts by id (empty
+    for unlabelled input) for the official EM/F1."""
+
+    squad_features: list[data.SquadFeature] = field(default_factory=list)
+    gold_answers: dict[str, list[str]] = field(default_factory=dict)
 
 
 class _Spans:
@@ -95,9 +108,9 @@ class Squad(Task):
         picked = (best_scores or {}).get("null_score_diff_threshold", 0.0)
         self.settings = self.settings.replace(null_score_diff_threshold=float(picked))
 
-    def encode(self, examples: list, tokenizer: Any, training: bool) -> TaskData:
+    def encode(self, examples: list, tokenizer: Any, training: bool) -> SquadData:
         s = self.settings
-        squad_features = squad.build_squad_features(
+        squad_features = data.build_squad_features(
             examples, tokenizer, s.max_seq_length, s.doc_stride, s.max_query_length, training
         )
         inputs = {
@@ -111,7 +124,7 @@ class Squad(Task):
             "is_impossible": (starts == 0).astype(np.int32),
         }
         gold = {e.qid: list(e.gold_texts) for e in examples}
-        return TaskData(inputs, labels, examples, {}, squad_features, gold_answers=gold)
+        return SquadData(inputs, labels, examples, squad_features=squad_features, gold_answers=gold)
 
     def num_outputs(self) -> int:
         return 2
@@ -125,7 +138,7 @@ class Squad(Task):
 
         encoded = encoder({k: inputs[k] for k in INPUT_NAMES}, training=training)
         if self.albert_head:
-            from albert_tf.finetune.squad_head import answer_mask
+            from albert_tf.finetune.tasks.squad.heads import answer_mask
 
             start = inputs.get("start_positions") if training else None
             return head(encoded, answer_mask(inputs), start, training=training)
@@ -166,10 +179,10 @@ class Squad(Task):
             return 0.0
         return s.null_score_diff_threshold
 
-    def decode(self, outputs: dict[str, np.ndarray], task_data: TaskData) -> list[dict]:
+    def decode(self, outputs: dict[str, np.ndarray], task_data: SquadData) -> list[dict]:
         s = self.settings
         if self.albert_head:
-            predictions = squad.postprocess_squad_beam(
+            predictions = postprocess.postprocess_squad_beam(
                 task_data.examples,
                 task_data.squad_features,
                 outputs,
@@ -178,7 +191,7 @@ class Squad(Task):
                 null_score_diff_threshold=self.null_threshold(),
             )
         else:
-            predictions = squad.postprocess_squad(
+            predictions = postprocess.postprocess_squad(
                 task_data.examples,
                 task_data.squad_features,
                 outputs["start_logits"],
@@ -202,7 +215,7 @@ class Squad(Task):
             records.append(record)
         return records
 
-    def evaluate(self, records: list[dict], task_data: TaskData) -> dict[str, float]:
+    def evaluate(self, records: list[dict], task_data: SquadData) -> dict[str, float]:
         """The official EM/F1, and on v2.0 data HasAns/NoAns and the official search for the
         null threshold on the best spans (`best_exact`, `best_f1` and their `*_thresh`: with
         BERT's head a threshold for --null-score-diff-threshold as it is). ALBERT's head without
@@ -227,7 +240,7 @@ class Squad(Task):
         scores = metrics.squad_scores(answers, gold)
         return {**scores, **search, "null_score_diff_threshold": threshold}
 
-    def has_labels(self, task_data: TaskData) -> bool:
+    def has_labels(self, task_data: SquadData) -> bool:
         return any(task_data.gold_answers.values()) or any(
             e.is_impossible for e in task_data.examples
         )
@@ -302,8 +315,8 @@ class Squad(Task):
 
     def _serve_beam(self, outputs: dict, spans: _Spans) -> tuple:
         """ALBERT's head in the graph: the beam's best valid pair, "no answer" when the
-        answer-class logit reaches the threshold (`squad.postprocess_squad_beam` on one
-        window)."""
+        answer-class logit reaches the threshold (`postprocess.postprocess_squad_beam` on
+        one window)."""
         import tensorflow as tf
 
         s = self.settings

@@ -1,12 +1,9 @@
-"""SQuAD features (doc stride over long contexts) and answer post-processing.
+"""SQuAD answers from model outputs: spans over windows, n-best lists and null odds.
 
-A feature is `[CLS] question [SEP] context window [SEP]`: the question truncated to
-`max_query_length` tokens, windows of the context starting every `doc_stride` tokens. Training
-labels are token positions of the answer inside the window, or 0 ([CLS]) when the window does not
-hold the answer or the question is unanswerable (SQuAD v2.0). Predicted spans are mapped back to
-characters of the original context through `alignment.encode_with_offsets`, and stripped of
-whitespace (`strip_span`). `postprocess_squad` decodes BERT's head (start and end logits);
-`postprocess_squad_beam` ALBERT's SQuAD 2.0 head (`squad_head`), as run_squad_v2.py does.
+Predicted spans are mapped back to characters of the original context through the features'
+`token_to_char` (`data.build_squad_features`, from `alignment.encode_with_offsets`), and stripped
+of whitespace (`strip_span`). `postprocess_squad` decodes BERT's head (start and end logits);
+`postprocess_squad_beam` ALBERT's SQuAD 2.0 head (`heads.SquadV2Head`), as run_squad_v2.py does.
 """
 
 from __future__ import annotations
@@ -18,114 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from albert_tf.errors import ConfigError
-from albert_tf.finetune.alignment import encode_with_offsets
-from albert_tf.finetune.data import SquadExample
 from albert_tf.finetune.metrics import softmax
-from albert_tf.preprocess.tokenizer import AlbertTokenizer
-
-
-@dataclass(frozen=True)
-class SquadFeature:
-    """One window of one example; `token_to_char[i]` is None outside the context."""
-
-    example_index: int
-    input_word_ids: list[int]
-    input_mask: list[int]
-    input_type_ids: list[int]
-    token_to_char: list[tuple[int, int] | None]
-    max_context: list[bool]  # whether this window is the best one for token i
-    start_position: int
-    end_position: int
-
-
-def _max_context(windows: list[tuple[int, int]], window: int, position: int) -> bool:
-    """True if `windows[window]` gives doc token `position` the most context (as the original)."""
-    best_score, best = None, None
-    for index, (start, length) in enumerate(windows):
-        end = start + length - 1
-        if not start <= position <= end:
-            continue
-        score = min(position - start, end - position) + 0.01 * length
-        if best_score is None or score > best_score:
-            best_score, best = score, index
-    return best == window
-
-
-def _answer_tokens(starts: list[int], ends: list[int], char_start: int, char_end: int):
-    """First and last doc token overlapping characters [char_start, char_end)."""
-    covering = [
-        i
-        for i, (s, e) in enumerate(zip(starts, ends, strict=True))
-        if e > char_start and s < char_end and e > s
-    ]
-    return (covering[0], covering[-1]) if covering else None
-
-
-def build_squad_features(
-    examples: Sequence[SquadExample],
-    tokenizer: AlbertTokenizer,
-    max_seq_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
-    training: bool = False,
-) -> list[SquadFeature]:
-    """Features of every example (one per context window), padded to `max_seq_length`."""
-    if max_seq_length - min(max_query_length, max_seq_length) - 3 < 1:
-        raise ConfigError(
-            f"max_seq_length {max_seq_length} leaves no room for context after a {max_query_length}-token question"
-        )
-    if doc_stride < 1:
-        raise ConfigError(f"doc_stride must be positive, got {doc_stride}")
-    features = []
-    for index, example in enumerate(examples):
-        query = tokenizer.encode(example.question)[:max_query_length]
-        doc_ids, starts, ends = encode_with_offsets(tokenizer, example.context)
-        answer = None
-        if training and not example.is_impossible and example.answers:
-            text, char_start = example.answers[0]
-            answer = _answer_tokens(starts, ends, char_start, char_start + len(text))
-        budget = max_seq_length - len(query) - 3
-        windows: list[tuple[int, int]] = []
-        offset = 0
-        while True:
-            length = min(len(doc_ids) - offset, budget)
-            windows.append((offset, length))
-            if offset + length >= len(doc_ids):
-                break
-            offset += min(length, doc_stride)
-        for w, (offset, length) in enumerate(windows):
-            ids = [tokenizer.cls_id, *query, tokenizer.sep_id]
-            types = [0] * len(ids)
-            token_to_char: list[tuple[int, int] | None] = [None] * len(ids)
-            max_context = [False] * len(ids)
-            for position in range(offset, offset + length):
-                ids.append(doc_ids[position])
-                types.append(1)
-                token_to_char.append((starts[position], ends[position]))
-                max_context.append(_max_context(windows, w, position))
-            ids.append(tokenizer.sep_id)
-            types.append(1)
-            token_to_char.append(None)
-            max_context.append(False)
-            start_position = end_position = 0
-            if answer is not None and offset <= answer[0] and answer[1] < offset + length:
-                shift = len(query) + 2 - offset
-                start_position, end_position = answer[0] + shift, answer[1] + shift
-            padding = max_seq_length - len(ids)
-            features.append(
-                SquadFeature(
-                    example_index=index,
-                    input_word_ids=ids + [tokenizer.pad_id] * padding,
-                    input_mask=[1] * len(ids) + [0] * padding,
-                    input_type_ids=types + [0] * padding,
-                    token_to_char=token_to_char + [None] * padding,
-                    max_context=max_context + [False] * padding,
-                    start_position=start_position,
-                    end_position=end_position,
-                )
-            )
-    return features
+from albert_tf.finetune.tasks.squad.data import SquadExample, SquadFeature
 
 
 @dataclass(frozen=True)
@@ -265,7 +156,7 @@ def beam_spans(
     end_top_index: np.ndarray,
     max_answer_length: int,
 ) -> list[BeamSpan]:
-    """The pairs of one window's beam (`squad_head.SquadV2Head`: [K] starts, [K * K'] ends)
+    """The pairs of one window's beam (`heads.SquadV2Head`: [K] starts, [K * K'] ends)
     that may be answers, in beam order, as the original's accumulate_predictions_v2 keeps
     them: start and end in the context, the start in its max-context window (the end's is
     not checked), end >= start, at most `max_answer_length` tokens."""
@@ -336,7 +227,7 @@ def postprocess_squad_beam(
     max_answer_length: int = 30,
     null_score_diff_threshold: float | None = None,
 ) -> list[SquadPrediction]:
-    """Answers from ALBERT's SQuAD 2.0 head (`squad_head.SquadV2Head`'s inference outputs,
+    """Answers from ALBERT's SQuAD 2.0 head (`heads.SquadV2Head`'s inference outputs,
     one row per feature), as the original's run_squad_v2.py gives them.
 
     An example's n-best list holds its windows' `beam_spans` by start + end log-probability,
