@@ -16,7 +16,7 @@ from pathlib import Path
 from mkdocs.plugins import event_priority
 from setuptools.config.pyprojecttoml import load_file
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parent.parent.parent  # docs/scripts/ -> the repository
 
 
 def installed_layout(folder: Path) -> Path:
