@@ -19,9 +19,9 @@ The manifest (`manifest.json`) records the digest of every input: a rerun on ano
 refuses data that differs from the committed run's.
 
 Usage (run niced on a shared machine):
-  nice -n 19 python experiments/albert_en_mini.py            # all stages, resumable
-  python experiments/albert_en_mini.py --package-only        # stage 5 from the last checkpoint
-  python experiments/albert_en_mini.py --save-resume         # commit this, end the session
+  nice -n 19 python -m experiments.albert_en_mini            # all stages, resumable
+  python -m experiments.albert_en_mini --package-only        # stage 5 from the last checkpoint
+  python -m experiments.albert_en_mini --save-resume         # commit this, end the session
 
 A session that ends mid-run commits `experiments/resume/albert_en_mini/` (the latest checkpoint
 with its optimizer state, about 36 MB); on a new machine the script rebuilds the data, checks its
@@ -37,9 +37,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from experiments.corpora import english_readers, python_docs_documents, write_split
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpora import english_readers, python_docs_documents, write_split  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results" / "albert_en_mini"
 WORK = ROOT / "data" / "albert_en_mini"
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     restore_resume(args.work / "run")
     if not args.package_only:
         pretrain(args.work, paths, args.minutes)
-    from albert_en_mini_package import package
+    from experiments.albert_en_mini_package import package
 
     package(args.work, RESULTS)
     return 0

@@ -26,11 +26,11 @@ and `distilled_pt`) measured it better. It writes packaged.json (the weights' di
 figures of the stored weights, the quickstart's fill-in-the-blank), which the card reads.
 
 Usage (niced on a shared machine):
-  nice -n 19 python experiments/albert_en_mini_distill.py              # stages 1-4, resumable
-  nice -n 19 python experiments/albert_en_mini_distill.py --stage 2    # STAGE2 after stage 1
-  python experiments/albert_en_mini_distill.py --save-resume            # commit this, end session
-  nice -n 19 python experiments/albert_en_mini_distill.py --stage 3    # STAGE3 after stage 2
-  python experiments/albert_en_mini_distill.py --stage 3 --package      # write the shipped model
+  nice -n 19 python -m experiments.albert_en_mini_distill              # stages 1-4, resumable
+  nice -n 19 python -m experiments.albert_en_mini_distill --stage 2    # STAGE2 after stage 1
+  python -m experiments.albert_en_mini_distill --save-resume            # commit this, end session
+  nice -n 19 python -m experiments.albert_en_mini_distill --stage 3    # STAGE3 after stage 2
+  python -m experiments.albert_en_mini_distill --stage 3 --package      # write the shipped model
 
 A session that ends mid-run commits `experiments/resume/albert_en_mini_distill/` (the run's
 latest checkpoint with its optimizer state, its settings and curve, about 37 MB); on a new
@@ -51,10 +51,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+from experiments.distill_corpus import build_corpus
+from experiments.distill_heads import STAGE3, heads_check, run_albert_tf, stage3
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from distill_corpus import build_corpus  # noqa: E402
-from distill_heads import STAGE3, heads_check, run_albert_tf, stage3  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results" / "albert_en_mini_distill"
 RESUME = ROOT / "experiments" / "resume" / "albert_en_mini_distill"

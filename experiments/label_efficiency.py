@@ -27,9 +27,9 @@ fixed before its first run. It is built once (resumable) into `--work`/tapt and 
 under the same protocol as the other arms.
 
 Usage:
-  nice -n 10 python experiments/label_efficiency.py               # everything, resumable
-  python experiments/label_efficiency.py --sizes 300 --arms pretrained random
-  python experiments/label_efficiency.py --report-only
+  nice -n 10 python -m experiments.label_efficiency               # everything, resumable
+  python -m experiments.label_efficiency --sizes 300 --arms pretrained random
+  python -m experiments.label_efficiency --report-only
 """
 
 from __future__ import annotations
@@ -44,11 +44,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rotten_tomatoes import fetch, finetune_and_score, split  # noqa: E402
+from albert_tf.io_utils import atomic_file
+from experiments.rotten_tomatoes import fetch, finetune_and_score, split
 
-from albert_tf.io_utils import atomic_file  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 RESULTS = ROOT / "experiments" / "results" / "label_efficiency"
 WORK = ROOT / "data" / "label_efficiency"
@@ -136,7 +135,7 @@ def pretrain_only_model() -> Path:
     """The pretrain-only `albert_en_mini` as a checkpoint directory, the `pretrained` and `tapt`
     arms' start: the shipped model until the distilled one replaces it, then the same weights
     from git history (albert_en_mini_distill.pretrain_only)."""
-    from albert_en_mini_distill import WORK, pretrain_only
+    from experiments.albert_en_mini_distill import WORK, pretrain_only
 
     return pretrain_only(WORK)
 
