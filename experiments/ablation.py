@@ -35,10 +35,10 @@ embedded corpus of the quickstart, a 2-layer H=32 model, 20 steps per row and a 
 made from held-out sentences instead of Rotten Tomatoes.
 
 Usage (niced on a shared machine):
-  nice -n 10 python experiments/ablation.py                 # the full run (resumes)
-  nice -n 10 python experiments/ablation.py --rows all-shared-E64 not-shared-E64
-  python experiments/ablation.py --small --work /tmp/ablation-small
-  python experiments/ablation.py --report-only              # table and plots from the rows so far
+  nice -n 10 python -m experiments.ablation                 # the full run (resumes)
+  nice -n 10 python -m experiments.ablation --rows all-shared-E64 not-shared-E64
+  python -m experiments.ablation --small --work /tmp/ablation-small
+  python -m experiments.ablation --report-only              # table and plots from the rows so far
 """
 
 from __future__ import annotations
@@ -54,16 +54,14 @@ import sys
 import time
 from pathlib import Path
 
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
+from albert_tf.io_utils import atomic_file
+from albert_tf.preprocess.pretraining_data.format import SENTENCE_TASKS
+from experiments.ablation_report import write_report
+from experiments.corpora import prepare_corpus
+from experiments.rotten_tomatoes import fetch, finetune_and_score, split
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from ablation_report import write_report  # noqa: E402  (siblings of this script)
-from corpora import prepare_corpus  # noqa: E402
-from rotten_tomatoes import fetch, finetune_and_score, split  # noqa: E402
-
-from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE  # noqa: E402
-from albert_tf.io_utils import atomic_file  # noqa: E402
-from albert_tf.preprocess.pretraining_data.format import SENTENCE_TASKS  # noqa: E402
 
 EVAL_TASKS = ("sop", "nsp")  # held-out data every checkpoint is scored on
 SHARING = {"all": "all-shared", "none": "not-shared", "attention": "shared-attention",

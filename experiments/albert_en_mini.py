@@ -19,13 +19,14 @@ The manifest (`manifest.json`) records the digest of every input: a rerun on ano
 refuses data that differs from the committed run's.
 
 Usage (run niced on a shared machine):
-  nice -n 19 python experiments/albert_en_mini.py            # all stages, resumable
-  python experiments/albert_en_mini.py --package-only        # stage 5 from the last checkpoint
-  python experiments/albert_en_mini.py --save-resume         # commit this, end the session
+  nice -n 19 python -m experiments.albert_en_mini            # all stages, resumable
+  python -m experiments.albert_en_mini --package-only        # stage 5 from the last checkpoint
+  python -m experiments.albert_en_mini --save-resume         # keep this, end the session
 
-A session that ends mid-run commits `experiments/resume/albert_en_mini/` (the latest checkpoint
-with its optimizer state, about 36 MB); on a new machine the script rebuilds the data, checks its
-digests against the manifest and restores the run from there before resuming.
+A session that ends mid-run keeps `experiments/resume/albert_en_mini/` (the latest checkpoint
+with its optimizer state, about 36 MB; ignored by git, carried to the next machine by hand); on a
+new machine the script rebuilds the data, checks its digests against the manifest and restores
+the run from there before resuming.
 """
 
 from __future__ import annotations
@@ -37,14 +38,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from experiments.corpora import english_readers, python_docs_documents, write_split
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpora import english_readers, python_docs_documents, write_split  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results" / "albert_en_mini"
 WORK = ROOT / "data" / "albert_en_mini"
 # The run's latest checkpoint (weights, LAMB slots, step), settings, guard record and TensorBoard
-# logs, committed when a session ends mid-run: the next session restores it and resumes.
+# logs, kept when a session ends mid-run: the next session restores it and resumes.
 RESUME = ROOT / "experiments" / "resume" / "albert_en_mini"
 NAME = "albert_en_mini"
 
@@ -233,7 +234,7 @@ def save_resume(run: Path, target: Path = RESUME) -> Path:
 
 
 def restore_resume(run: Path, source: Path = RESUME) -> bool:
-    """A new machine's run directory from the committed resume state (when there is no run)."""
+    """A new machine's run directory from the saved resume state (when there is no run)."""
     import shutil
 
     if run.exists() or not source.is_dir():
@@ -265,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     restore_resume(args.work / "run")
     if not args.package_only:
         pretrain(args.work, paths, args.minutes)
-    from albert_en_mini_package import package
+    from experiments.albert_en_mini_package import package
 
     package(args.work, RESULTS)
     return 0

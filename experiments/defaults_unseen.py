@@ -21,7 +21,7 @@ warning uses one). Each summary goes to experiments/results/defaults_unseen/DATA
 quickstart's model is the one `albert-tf quickstart` builds (run first if data/quickstart does
 not exist).
 
-  nice -n 10 python experiments/defaults_unseen.py --data spam
+  nice -n 10 python -m experiments.defaults_unseen --data spam
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import sys
 import time
 from pathlib import Path
 
+from experiments.finetune_defaults import vader_split
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments"))
-from finetune_defaults import vader_split  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results" / "defaults_unseen"
 WORK = ROOT / "data" / "defaults_unseen"
@@ -59,7 +59,7 @@ def albert_tf(*args: str) -> str:
 
 def splits(data: str) -> tuple[str, str]:
     if data == "spam":
-        from spam_assassin import build
+        from experiments.spam_assassin import build
 
         paths = build()
         return str(paths["train"]), str(paths["dev"])

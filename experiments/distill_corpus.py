@@ -36,11 +36,9 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpora import english_readers, python_docs_documents  # noqa: E402
-
-from albert_tf.io_utils import atomic_file  # noqa: E402
-from albert_tf.preprocess.pretraining_data.documents import split_sentences  # noqa: E402
+from albert_tf.io_utils import atomic_file
+from albert_tf.preprocess.pretraining_data.documents import split_sentences
+from experiments.corpora import english_readers, python_docs_documents
 
 GENSIM = "gensim==4.3.3"
 GENSIM_WHEEL = "gensim-4.3.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"

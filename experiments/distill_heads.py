@@ -22,8 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import albert_en_mini as pretraining  # noqa: E402
+from experiments import albert_en_mini as pretraining
 
 # Chosen before it ran, not tuned: a continuation, so a third of the original run's LAMB rate
 # (3e-3) with a tenth of the steps as warmup; 1,000 steps of 32 (32k sequences, half a pass over

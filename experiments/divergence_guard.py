@@ -14,8 +14,8 @@ Both evaluate held-out MLM and SOP accuracy every `--eval-every` steps. Results:
 `experiments/results/divergence_guard/TAG/{results.json,curves.png}` (the rollbacks, the
 held-out curves, the end figures). A stopped arm resumes from its last checkpoint.
 
-  nice -n 19 python experiments/divergence_guard.py                       # 5e-2, no warmup, 1,000 steps
-  nice -n 19 python experiments/divergence_guard.py --learning-rate 0.01 --warmup-steps 1000 \
+  nice -n 19 python -m experiments.divergence_guard                       # 5e-2, no warmup, 1,000 steps
+  nice -n 19 python -m experiments.divergence_guard --learning-rate 0.01 --warmup-steps 1000 \
       --train-steps 24000 --minutes 40 --eval-every 1000 --tag lr0.01_warmup1000
 """
 
@@ -26,9 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from experiments.albert_en_mini_package import _scalars
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from albert_en_mini_package import _scalars  # noqa: E402
 
 WORK = ROOT / "data" / "albert_en_mini"
 OUT = ROOT / "data" / "divergence_guard"

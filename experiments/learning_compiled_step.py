@@ -13,7 +13,7 @@ The summary gives, per dtype and step, the mean over seeds with its standard err
 compiled - plain difference of the seed-paired runs with its standard error, and the sampling
 standard error of one accuracy (binomial, from the held-out counts).
 
-    nice -n 10 python experiments/learning_compiled_step.py --work data/learning_compiled \\
+    nice -n 10 python -m experiments.learning_compiled_step --work data/learning_compiled \\
         --steps 300 --seeds 1,2
 """
 
@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "experiments" / "results" / "learning_compiled_step.jsonl"
 SUMMARY = ROOT / "experiments" / "results" / "learning_compiled_step.json"
 

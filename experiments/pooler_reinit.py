@@ -21,9 +21,9 @@ experiments/defaults_unseen.py checks the defaults once on NYT.
 Each run appends a line to experiments/results/pooler_reinit/MODEL.jsonl; a rerun skips the
 lines there, so a stopped run resumes. `--report` prints the table and the rule's verdict.
 
-  nice -n 19 python experiments/pooler_reinit.py --model quickstart
-  nice -n 19 python experiments/pooler_reinit.py --model albert_en_mini
-  nice -n 19 python experiments/pooler_reinit.py --model albert_en_mini_distilled
+  nice -n 19 python -m experiments.pooler_reinit --model quickstart
+  nice -n 19 python -m experiments.pooler_reinit --model albert_en_mini
+  nice -n 19 python -m experiments.pooler_reinit --model albert_en_mini_distilled
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.finetune_defaults import read_results, run_one, vader_split
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments"))
-from finetune_defaults import read_results, run_one, vader_split  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results" / "pooler_reinit"
 SETS = ("amazon", "tweets")
@@ -55,7 +55,7 @@ MODELS = {
 def _init(model: str) -> str:
     init = MODELS[model][0]
     if init is None:  # the pretrain-only weights, from git history once no longer shipped
-        from albert_en_mini_distill import WORK, pretrain_only
+        from experiments.albert_en_mini_distill import WORK, pretrain_only
 
         init = str(pretrain_only(WORK))
     return init
@@ -150,5 +150,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     sys.exit(main())

@@ -21,9 +21,9 @@ Stages (each skipped when its output exists):
               (`pretrain_real_run.{json,png}`, `pretrain_real_run_<corpus>.*` for the others).
 
 Usage (run niced on a shared machine):
-  nice -n 10 python experiments/pretrain_real_run.py --work data/pretrain_real --minutes 20
-  nice -n 10 python experiments/pretrain_real_run.py --corpus english --work data/pretrain_english
-  nice -n 10 python experiments/pretrain_real_run.py --corpus english-wordnet --minutes 20
+  nice -n 10 python -m experiments.pretrain_real_run --work data/pretrain_real --minutes 20
+  nice -n 10 python -m experiments.pretrain_real_run --corpus english --work data/pretrain_english
+  nice -n 10 python -m experiments.pretrain_real_run --corpus english-wordnet --minutes 20
 """
 
 from __future__ import annotations
@@ -34,12 +34,11 @@ import sys
 import time
 from pathlib import Path
 
+from albert_tf.config import SP_MODEL_FILE
+from experiments.corpora import CORPORA, prepare_corpus
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpora import CORPORA, prepare_corpus  # noqa: E402  (a sibling of this script)
-
-from albert_tf.config import SP_MODEL_FILE  # noqa: E402
 
 
 def prepare_data(work: Path, args: argparse.Namespace, vocab_size: int) -> tuple[Path, Path, Path]:

@@ -11,7 +11,7 @@ characters. The label is `spam` for the spam groups, `ham` for the others. Messa
 empty or repeats an earlier one are dropped. The rows are shuffled with seed 0 and split 80/10/10
 into train.tsv, dev.tsv and test.tsv (columns `text`, `label`, written by Python's csv module).
 
-  python experiments/spam_assassin.py   # prints the split sizes and label counts
+  python -m experiments.spam_assassin   # prints the split sizes and label counts
 """
 
 from __future__ import annotations

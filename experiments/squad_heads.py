@@ -18,7 +18,7 @@ and the majority baseline ("no answer" for every question). Each run's figures g
 experiments/results/squad_heads/HEAD-seedN.json (a run whose file exists is skipped: the
 script resumes), the summary to summary.json.
 
-  nice -n 19 python experiments/squad_heads.py --seeds 2
+  nice -n 19 python -m experiments.squad_heads --seeds 2
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ latency (p50 over the test sentences, ONNX Runtime with every core of this proce
 CPU. Latency is measured in its own stage (`--latency`), to be run with nothing else on the
 machine; the accuracies do not depend on it.
 
-    python experiments/task_distillation.py             # teacher, unlabeled text, students
-    python experiments/task_distillation.py --latency   # sizes and latency (an idle machine)
+    python -m experiments.task_distillation             # teacher, unlabeled text, students
+    python -m experiments.task_distillation --latency   # sizes and latency (an idle machine)
 
 Every stage is skipped when its output exists, so the script resumes where it stopped. Results
 in experiments/results/task_distillation/results.json and table.md.
@@ -39,9 +39,9 @@ import sys
 import time
 from pathlib import Path
 
+from experiments.rotten_tomatoes import TRUTH, VADER_DIR, fetch, snippet_rows, split
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rotten_tomatoes import TRUTH, VADER_DIR, fetch, snippet_rows, split  # noqa: E402
 
 WORK = ROOT / "data" / "task_distillation"
 VADER = ROOT / "data" / "rotten_tomatoes"  # the sdist and split the other experiments use

@@ -18,9 +18,9 @@ The committed build used this once (three calls on an NVIDIA H200): held-out max
 min cosine 0.99993 against the CPU teacher (the float16 storage and int8 transport).
 
 Usage:
-  python experiments/teacher_cache_device.py prepare
-  (device) python3 experiments/teacher_cache_device.py device data/distill/device_a  # per call
-  python experiments/teacher_cache_device.py import DEVICE_OUTPUT/*/part*.npz
+  python -m experiments.teacher_cache_device prepare
+  (device) python3 -m experiments.teacher_cache_device device data/distill/device_a  # per call
+  python -m experiments.teacher_cache_device import DEVICE_OUTPUT/*/part*.npz
 """
 
 from __future__ import annotations

@@ -11,17 +11,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = ROOT / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
+from experiments import ablation, ablation_report
 
-import ablation  # noqa: E402
-import ablation_report  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(EXPERIMENTS / "ablation.py"), *args],
+        [sys.executable, "-m", "experiments.ablation", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
-from tests.conftest import REPO
+from experiments import finetune_defaults as sweep
 from tests.helpers import write_config, write_pairs
-
-
-def _sweep():
-    path = REPO / "experiments" / "finetune_defaults.py"
-    spec = importlib.util.spec_from_file_location("finetune_defaults", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_sweep_records_each_run_once_and_resumes(tmp_path, fixtures_dir, capsys):
@@ -25,7 +16,6 @@ def test_the_sweep_records_each_run_once_and_resumes(tmp_path, fixtures_dir, cap
     argv += ["--train", str(tmp_path / "train.tsv"), "--dev", str(tmp_path / "dev.tsv")]
     argv += ["--learning-rates", "1e-3", "--epochs", "1", "--seeds", "1,2", "--train-steps", "1"]
     argv += ["--max-seq-length", "16", "--results", str(tmp_path / "results")]
-    sweep = _sweep()
     assert sweep.main(argv) == 0
     lines = (tmp_path / "results" / "tiny.jsonl").read_text().splitlines()
     assert [json.loads(line)["seed"] for line in lines] == [1, 2]

@@ -343,10 +343,10 @@ def render() -> str:
             + _distilled_sections(packaged)
         )
         few = _few_labels(label_efficiency, "distilled_pt")
-        rebuild = """nice -n 19 python experiments/albert_en_mini.py            # 1: corpus, tokenizer, data, pretraining (hours, resumable)
-nice -n 19 python experiments/albert_en_mini_distill.py --stage 3   # 2 and 3 (hours, resumable)
-nice -n 19 python experiments/label_efficiency.py          # the downstream table (hours, resumable)
-python experiments/albert_en_mini_distill.py --stage 3 --package    # the shipped weights
+        rebuild = """nice -n 19 python -m experiments.albert_en_mini            # 1: corpus, tokenizer, data, pretraining (hours, resumable)
+nice -n 19 python -m experiments.albert_en_mini_distill --stage 3   # 2 and 3 (hours, resumable)
+nice -n 19 python -m experiments.label_efficiency          # the downstream table (hours, resumable)
+python -m experiments.albert_en_mini_distill --stage 3 --package    # the shipped weights
 python docs/scripts/model_card.py                          # this card"""
         limits = (
             "- Accuracy: it is a small model made in hours on two CPU cores, and it is well "
@@ -374,7 +374,7 @@ python docs/scripts/model_card.py                          # this card"""
                 manifest, pretraining, "Data and training", "shipped float16 weights"
             )
         )
-        rebuild = """nice -n 19 python experiments/albert_en_mini.py   # corpus, tokenizer, data, pretraining, packaging (resumable)
+        rebuild = """nice -n 19 python -m experiments.albert_en_mini   # corpus, tokenizer, data, pretraining, packaging (resumable)
 python docs/scripts/model_card.py                 # this card"""
         limits = (
             "- Accuracy: it is a small model trained for hours on two CPU cores. Published "
