@@ -372,6 +372,7 @@ def peer_repository(finetuned: Path, root: Path, env: Path) -> Path:
 
     from albert_tf.cli import main
     from albert_tf.export.triton.repository import config_pbtxt, default_config
+    from albert_tf.finetune.directory import read_record
 
     if not (finetuned / "hf").is_dir():
         assert main(["export", "--finetuned", str(finetuned), "--hf"]) == 0
@@ -401,8 +402,7 @@ def peer_repository(finetuned: Path, root: Path, env: Path) -> Path:
     shutil.copytree(finetuned / "hf", version / "hf")
     labels = [config.id2label[i] for i in range(config.num_labels)]
     (version / "labels.json").write_text(json.dumps(labels))
-    record = json.loads((finetuned / "finetune.json").read_text())
-    max_length = record.get("settings", {}).get("max_seq_length", 128)
+    max_length = read_record(finetuned).settings.max_seq_length
     (version / "max_length.json").write_text(json.dumps(max_length))
     (version / "model.py").write_text(PEER_MODEL)
     (root / "triton" / "classifier" / "config.pbtxt").write_text(

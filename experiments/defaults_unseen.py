@@ -68,6 +68,7 @@ def splits(data: str) -> tuple[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     from albert_tf.benchmarking.machine import cpu_description
+    from albert_tf.finetune.directory import read_record
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=sorted(DATA), required=True)
@@ -109,22 +110,24 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         command = ["finetune", "--task", "classify", "--init", *init, "--train", train]
         log = albert_tf(*command, "--eval", dev, "--output", str(output), "--overwrite", "--quiet")
-        metadata = json.loads((output / "finetune.json").read_text())
-        floor = metadata["floor"]["value"]
+        written = read_record(output)
+        floor = written.floor["value"]
         n = len(Path(dev).read_text(encoding="utf-8").splitlines()) - 1  # dev rows, header out
         standard_error = math.sqrt(floor * (1 - floor) / n)
         record = {
             "init": name,
             "data": DATA[args.data],
             "settings": {
-                k: metadata["settings"][k] for k in ("learning_rate", "epochs", "reinit_pooler")
+                "learning_rate": written.settings.learning_rate,
+                "epochs": written.settings.epochs,
+                "reinit_pooler": written.settings.reinit_pooler,
             },
-            "dev_accuracy": metadata["best_value"],
-            "floor": metadata["floor"],
+            "dev_accuracy": written.best_value,
+            "floor": written.floor,
             "floor_standard_error": standard_error,
-            "standard_errors_above": (metadata["best_value"] - floor) / standard_error,
-            "clearly_above": metadata["best_value"] > floor + CLEAR_MARGIN * standard_error,
-            "restarts": metadata.get("restarts"),
+            "standard_errors_above": (written.best_value - floor) / standard_error,
+            "clearly_above": written.best_value > floor + CLEAR_MARGIN * standard_error,
+            "restarts": written.restarts,
             "summary": [
                 line
                 for line in log.splitlines()
@@ -142,6 +145,7 @@ def single_runs(seeds: list[int], train: str, dev: str, path: Path) -> int:
     """The quickstart's model with the defaults but one run per seed (--restarts 0): the share
     of single runs that learn, which --restarts multiplies."""
     from albert_tf.benchmarking.machine import cpu_description
+    from albert_tf.finetune.directory import read_record
 
     done = set()
     if path.is_file():
@@ -156,13 +160,13 @@ def single_runs(seeds: list[int], train: str, dev: str, path: Path) -> int:
             "--train", train, "--eval", dev, "--output", str(output), "--overwrite", "--quiet",
             "--restarts", "0", "--seed", str(seed), "--no-serving",
         )  # fmt: skip
-        metadata = json.loads((output / "finetune.json").read_text())
+        written = read_record(output)
         record = {
             "seed": seed,
-            "dev_accuracy": metadata["best_value"],
-            "floor": metadata["floor"]["value"],
-            "learned": metadata["learned"],
-            "train_loss_by_epoch": [round(h["train_loss"], 4) for h in metadata["history"]],
+            "dev_accuracy": written.best_value,
+            "floor": written.floor["value"],
+            "learned": written.learned,
+            "train_loss_by_epoch": [round(h["train_loss"], 4) for h in written.history],
             "minutes": (time.monotonic() - started) / 60,
             "cpu": cpu_description(),
         }

@@ -111,7 +111,7 @@ def run_one(args: argparse.Namespace, learning_rate: float, epochs: int, seed: i
         "learning_rate": learning_rate,
         "epochs": epochs,
         "seed": seed,
-        "reinit_pooler": record.settings["reinit_pooler"],
+        "reinit_pooler": record.settings.reinit_pooler,
         "metric": record.best_metric,
         "dev": record.best_value,
         "best_epoch": record.best_epoch,

@@ -197,7 +197,7 @@ def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
             f"{finetuned_dir} fine-tuned a TF-Hub encoder: --hf exports models fine-tuned from "
             "an albert-tf checkpoint"
         )
-    if record.task == "squad" and record.settings.get("squad_head") == "albert":
+    if record.settings.task == "squad" and record.settings.squad_head == "albert":
         raise ExportError(SQUAD_HEAD_REFUSAL.format(finetuned_dir))
     check_hf_exportable(AlbertConfig.from_json_file(finetuned_dir / OUR_CONFIG_FILE))
 
@@ -245,7 +245,7 @@ def write_hf_finetuned(source: ExportSource, target: Path) -> dict[str, Any]:
     values = hf_config(
         encoder.config, architecture, special_token_ids(tokenizer), **_task_fields(settings)
     )
-    write_hf_dir(target, values, tensors, tokenizer, finetuned.record.do_lower_case)
+    write_hf_dir(target, values, tensors, tokenizer, finetuned.record.settings.do_lower_case)
     note = _not_in_hf(settings, finetuned.record.dtype)
     return {"architecture": architecture, "note": note}
 

@@ -191,9 +191,10 @@ def check_keras_hub_finetuned(source: ExportSource) -> None:
     from albert_tf.finetune.directory import read_record
 
     record = read_record(source.finetuned_dir)
-    if record.task != "classify":
+    if record.settings.task != "classify":
         raise ExportError(
-            f"keras-hub has an ALBERT model for classify tasks only; this one is {record.task}"
+            "keras-hub has an ALBERT model for classify tasks only; this one is "
+            f"{record.settings.task}"
         )
     if record.from_hub:
         raise ExportError(

@@ -146,11 +146,11 @@ def check_tflite_classifier(source: Any) -> None:
     from albert_tf.finetune.directory import read_record
 
     record = read_record(source.finetuned_dir)
-    windows = record.settings.get("max_windows") or 1
-    if record.task != "classify" or windows > 1:
+    task, windows = record.settings.task, record.settings.max_windows
+    if task != "classify" or windows > 1:
         raise ExportError(
             "TFLite export of fine-tuned models covers classify tasks of one window per text; "
-            f"this one is {record.task} with --max-windows {windows}"
+            f"this one is {task} with --max-windows {windows}"
         )
     if record.from_hub:
         raise ExportError(

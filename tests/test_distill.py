@@ -190,7 +190,7 @@ def test_distill_a_fine_tuned_classifier(world, classifier):
     assert 0 <= record["eval"]["student"]["accuracy"] <= 1
     assert "agreement" in record["history"][-1]
     student = load_finetuned(output)  # predict, export and serving read it as it is
-    assert student.record.labels == ["neg", "pos"] and (output / "serving").is_dir()
+    assert student.record.settings.labels == ("neg", "pos") and (output / "serving").is_dir()
     _, scores, _ = predict_file(student, str(world / "dev.tsv"))
     assert scores["accuracy"] == pytest.approx(record["eval"]["student"]["accuracy"])
 

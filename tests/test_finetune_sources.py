@@ -174,7 +174,7 @@ def test_reinit_pooler_gives_fresh_weights_and_keeps_the_rest(tmp_path, fixtures
             reinit_pooler=reinit,
             export_serving=False,
         )
-        assert runs[reinit].record.settings["reinit_pooler"] is reinit
+        assert runs[reinit].record.settings.reinit_pooler is reinit
     kept = _pooler(runs[False].model.encoder.variables)
     np.testing.assert_array_equal(kept["kernel"], 0.5)
     np.testing.assert_array_equal(kept["bias"], 0.25)

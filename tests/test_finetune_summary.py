@@ -178,9 +178,7 @@ def test_restarts_stop_at_the_first_run_that_learns(tmp_path):
     def one_run(settings, log, progress, closing, shown_output):
         Path(settings.output).mkdir(parents=True)
         value = values[settings.seed]
-        record = FinetuneRecord(
-            "classify", settings.record(), best_value=value, learned=value > 0.6
-        )
+        record = FinetuneRecord(settings, best_value=value, learned=value > 0.6)
         closing(f"wrote {shown_output}")
         closing(f"best epoch: 1 of 1, accuracy {value}")
         return SimpleNamespace(record=record, settings=settings)
@@ -214,7 +212,7 @@ def test_a_nan_first_run_is_not_kept_over_a_finite_one(tmp_path, first):
     def one_run(settings, log, progress, closing, shown_output):
         Path(settings.output).mkdir(parents=True)
         value = values[settings.seed]
-        record = FinetuneRecord("classify", settings.record(), best_value=value, learned=False)
+        record = FinetuneRecord(settings, best_value=value, learned=False)
         closing(f"wrote {shown_output}")
         closing(f"best epoch: 1 of 1, accuracy {value}")
         return SimpleNamespace(record=record, settings=settings)

@@ -41,6 +41,7 @@ READ_BY_TESTS = [
     "tokenizer/spm.model",
     "tokenizer/spm.vocab",
     "tokenizer/reference_tokenization.json",
+    "finetune_record/finetune.json",
 ]
 
 

@@ -387,13 +387,9 @@ def _write_classifier(
     overwrite: bool,
 ) -> Path:
     """A fine-tuned classify model directory from a classifier preset (see the caller)."""
-    import shutil
-
     import tensorflow as tf
 
-    from albert_tf.checkpoint import write_checkpoint
-    from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
-    from albert_tf.finetune.directory import FinetuneRecord
+    from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
     from albert_tf.finetune.models import TaskHead
     from albert_tf.finetune.settings import FinetuneSettings
     from albert_tf.io_utils import atomic_dir
@@ -419,17 +415,13 @@ def _write_classifier(
             max_seq_length=preset.sequence_length or preset.config.max_position_embeddings,
             do_lower_case=tokenizer.get("do_lower_case", True),
         )
-    record = FinetuneRecord(
-        task="classify",
-        settings=settings.record(),
-        do_lower_case=settings.do_lower_case,
-        labels=list(settings.labels),
-        max_seq_length=settings.max_seq_length,
-        converted_from=f"keras-hub preset {path}",
-    )
+    record = FinetuneRecord(settings=settings, converted_from=f"keras-hub preset {path}")
     with atomic_dir(output_dir, overwrite=overwrite) as tmp:
-        preset.config.to_json_file(tmp / CONFIG_FILE)
-        write_checkpoint(tmp, encoder=encoder, task_head=head)
-        shutil.copyfile(sp_model, tmp / SP_MODEL_FILE)
-        record.write(tmp)
+        write_finetuned(
+            tmp,
+            record,
+            sp_model,
+            config=preset.config,
+            checkpoint={"encoder": encoder, "task_head": head},
+        )
     return output_dir

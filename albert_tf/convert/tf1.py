@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, AlbertConfig
+from albert_tf.config import AlbertConfig
 from albert_tf.errors import CheckpointError
 from albert_tf.tf1 import (
     IGNORED,
@@ -119,8 +118,7 @@ def convert_tf1_squad(
     model picks one on the evaluated file, as run_squad_v2.py does. Raises CheckpointError for a
     variable unknown, missing or of the wrong shape.
     """
-    from albert_tf.checkpoint import write_checkpoint
-    from albert_tf.finetune.directory import FinetuneRecord
+    from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
     from albert_tf.finetune.serving import export_serving_model
     from albert_tf.finetune.settings import FinetuneSettings
     from albert_tf.io_utils import atomic_dir
@@ -139,18 +137,17 @@ def convert_tf1_squad(
     config = AlbertConfig.from_json_file(config_path)
     model = _squad_model(read_tf1_checkpoint(checkpoint), config, run, source)
     tokenizer = AlbertTokenizer(sp_model, do_lower_case=run.do_lower_case)
-    record = FinetuneRecord(
-        task="squad",
-        settings=run.record(),
-        do_lower_case=run.do_lower_case,
-        max_seq_length=run.max_seq_length,
-        converted_from=f"run_squad_v2.py checkpoint {source}",
-    )
+    record = FinetuneRecord(settings=run, converted_from=f"run_squad_v2.py checkpoint {source}")
+    serving = None
+    if run.export_serving:
+        serving = functools.partial(export_serving_model, model, tokenizer)
     with atomic_dir(output_dir, overwrite=overwrite) as tmp:
-        config.to_json_file(tmp / CONFIG_FILE)
-        write_checkpoint(tmp, encoder=model.encoder, task_head=model.task_head)
-        shutil.copyfile(sp_model, tmp / SP_MODEL_FILE)
-        record.write(tmp)
-        if run.export_serving:
-            export_serving_model(model, tokenizer, tmp / "serving")
+        write_finetuned(
+            tmp,
+            record,
+            sp_model,
+            config=config,
+            checkpoint={"encoder": model.encoder, "task_head": model.task_head},
+            serving=serving,
+        )
     return Path(output_dir)

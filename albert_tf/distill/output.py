@@ -28,8 +28,14 @@ from albert_tf.distill.teachers import SENTENCE
 
 
 def _common_files(output: Path, student: Student) -> None:
+    """The config and the tokenizer of a checkpoint directory (a sentence-encoder teacher's)."""
     student.config.to_json_file(output / CONFIG_FILE)
     shutil.copyfile(student.sp_model_path, output / SP_MODEL_FILE)
+    _copy_vocab(output, student)
+
+
+def _copy_vocab(output: Path, student: Student) -> None:
+    """The SentencePiece vocabulary beside the model, when the student's has one."""
     vocab = student.sp_model_path.with_suffix(".vocab")
     if vocab.is_file():
         shutil.copyfile(vocab, output / SP_VOCAB_FILE)
@@ -66,32 +72,47 @@ def _sentence_eval(settings, output: Path, student: Student, teacher) -> dict:
 
 
 def _write_finetuned(settings, output: Path, student: Student, teacher) -> None:
-    """The fine-tuned directory's record of a task-distilled student (see the module docstring):
-    the teacher's task, labels and feature settings, with the student's sequence length."""
-    from albert_tf.finetune.directory import FinetuneRecord
+    """The fine-tuned directory of a task-distilled student (see the module docstring): the
+    teacher's settings with the student's sequence length and tokenizer's case."""
+    from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
 
-    taught = teacher.finetuned.record
-    FinetuneRecord(
-        task=taught.task,
-        settings={**taught.settings, "max_seq_length": settings.max_seq_length},
-        do_lower_case=student.tokenizer.do_lower_case,
+    taught = teacher.finetuned.record.settings
+    record = FinetuneRecord(
+        settings=taught.replace(
+            max_seq_length=settings.max_seq_length,
+            do_lower_case=student.tokenizer.do_lower_case,
+        ),
         encoder="checkpoint",
         dtype="float32",
-        labels=list(taught.labels or []),
-        max_seq_length=settings.max_seq_length,
         unknown={"distilled_from": str(teacher.path)},
-    ).write(output)
+    )
+    write_finetuned(
+        output,
+        record,
+        student.sp_model_path,
+        config=student.config,
+        checkpoint={"encoder": student.encoder, "task_head": student.head},
+        serving=_serving_of_written,
+    )
+
+
+def _serving_of_written(path: Path) -> None:
+    """Writes `path` (serving/) from the directory just written, loaded back as `predict`
+    loads it (in float32, whatever --dtype the student trained in)."""
+    from albert_tf.finetune.predict import load_finetuned
+    from albert_tf.finetune.serving import export_serving_model
+
+    finetuned = load_finetuned(path.parent)
+    export_serving_model(finetuned.model, finetuned.tokenizer, path)
 
 
 def _task_eval(settings, output: Path, teacher, log) -> dict:
-    """The student's and the teacher's scores on the labeled --eval file; writes `serving/`."""
+    """The student's and the teacher's scores on the labeled --eval file."""
     from albert_tf.finetune.predict import load_finetuned, predict_file
-    from albert_tf.finetune.serving import export_serving_model
 
-    finetuned = load_finetuned(output)
-    export_serving_model(finetuned.model, finetuned.tokenizer, output / "serving")
     if settings.eval_path is None:
         return {}
+    finetuned = load_finetuned(output)
     scores = {}
     for name, model in (("student", finetuned), ("teacher", teacher.finetuned)):
         _, scores[name], _ = predict_file(model, settings.eval_path, settings.eval_batch_size)
@@ -105,8 +126,8 @@ def write_result(
     settings, output: Path, student: Student, teacher, count: int, log: Callable[[str], None]
 ) -> dict:
     """Writes the finished run's model and `distill.json` into `output`; returns the record."""
-    _common_files(output, student)
     if teacher.kind == SENTENCE:
+        _common_files(output, student)
         objects = {"encoder": student.encoder}
         objects |= {"mlm": student.mlm_head} if student.mlm_head is not None else {}
         objects |= {"sop": student.sop_head} if student.sop_head is not None else {}
@@ -116,8 +137,8 @@ def write_result(
             scores = _sentence_eval(settings, output, student, teacher)
             log(f"student against teacher on {settings.eval_path}: cosine {scores['cosine']:.4f}")
     else:
-        write_checkpoint(output, encoder=student.encoder, task_head=student.head)
         _write_finetuned(settings, output, student, teacher)
+        _copy_vocab(output, student)
         scores = _task_eval(settings, output, teacher, log)
     history_file = output / RUN_DIR / HISTORY_FILE
     history = (

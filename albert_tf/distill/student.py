@@ -65,16 +65,18 @@ def _check_follows(path: Path, teacher) -> None:
     from albert_tf.finetune.directory import read_record
 
     record = read_record(path)
+    task, labels = record.settings.task, record.settings.labels
+    labels = None if labels is None else list(labels)
     if record.from_hub:
         raise ConfigError(f"--init {path}: a student fine-tuned from a TF-Hub encoder cannot learn")
     if teacher.kind != TASK:
         raise ConfigError(
-            f"--init {path} is a fine-tuned {record.task!r} model; a sentence-encoder "
+            f"--init {path} is a fine-tuned {task!r} model; a sentence-encoder "
             "teacher needs a pretrained or random student"
         )
-    if record.task != "classify" or list(record.labels or []) != teacher.labels:
+    if task != "classify" or (labels or []) != teacher.labels:
         raise ConfigError(
-            f"--init {path} ({record.task}, labels {record.labels}) cannot follow the "
+            f"--init {path} ({task}, labels {labels}) cannot follow the "
             f"teacher's classify labels {teacher.labels}"
         )
 

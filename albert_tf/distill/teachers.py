@@ -131,13 +131,13 @@ class TaskTeacher:
         from albert_tf.finetune.predict import load_finetuned
 
         record = read_record(path)
-        task = record.task
+        task = record.settings.task
         if task not in TEACHABLE_TASKS:
             raise ConfigError(
                 f"--teacher {path} was fine-tuned for {task!r}; only "
                 f"{', '.join(TEACHABLE_TASKS)} models can teach"
             )
-        if record.settings.get("text_pair_column") is not None:
+        if record.settings.text_pair_column is not None:
             raise ConfigError(
                 f"--teacher {path} classifies text pairs; distill teaches on single texts"
             )
@@ -145,7 +145,7 @@ class TaskTeacher:
 
     @property
     def labels(self) -> list[str]:
-        return list(self.finetuned.record.labels)
+        return list(self.finetuned.record.settings.labels)
 
     @property
     def width(self) -> int:
@@ -158,7 +158,7 @@ class TaskTeacher:
         return {
             "kind": self.kind,
             "teacher": teacher_digest(self.path),
-            "max_seq_length": self.finetuned.record.max_seq_length,
+            "max_seq_length": self.finetuned.record.settings.max_seq_length,
         }
 
     def logits(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
@@ -166,8 +166,8 @@ class TaskTeacher:
         from albert_tf.distill.data import encode_texts
         from albert_tf.finetune.inference import batched_outputs
 
-        record = self.finetuned.record
-        inputs = encode_texts(self.finetuned.tokenizer, texts, record.max_seq_length)
+        length = self.finetuned.record.settings.max_seq_length
+        inputs = encode_texts(self.finetuned.tokenizer, texts, length)
         return batched_outputs(self.finetuned.model, inputs, batch_size)["logits"]
 
     def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:

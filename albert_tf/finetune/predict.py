@@ -61,8 +61,8 @@ def load_finetuned(path: str | os.PathLike) -> FinetunedModel:
     """Restores what `albert-tf finetune` wrote to `path` (CheckpointError if it is not one)."""
     path = Path(path)
     record = read_record(path)
-    task = get_task(FinetuneSettings.from_record(record.settings))
-    tokenizer = AlbertTokenizer(path / SP_MODEL_FILE, do_lower_case=record.do_lower_case)
+    task = get_task(record.settings)
+    tokenizer = AlbertTokenizer(path / SP_MODEL_FILE, do_lower_case=record.settings.do_lower_case)
     with keras_policy(record.dtype):
         model = _build_model(path, record, task)
     prefix = tf.train.latest_checkpoint(str(path))

@@ -10,9 +10,9 @@ serving SavedModel under `serving/`.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,12 +21,11 @@ import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
-from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import ConfigError, DataError
 from albert_tf.finetune import summary
 from albert_tf.finetune.defaults import SIZED, size_defaults
-from albert_tf.finetune.directory import HUB_ENCODER_DIR, SERVING_DIR, FinetuneRecord
+from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
 from albert_tf.finetune.features import check_max_seq_length
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head, reinit_pooler
@@ -313,13 +312,9 @@ def _record(
     history, best, best_epoch = trained
     evaluated = settings.eval is not None
     return FinetuneRecord(
-        task=task.name,
-        settings=task.settings.record(),
-        do_lower_case=settings.do_lower_case,
+        settings=task.settings,
         encoder=source.kind,
         dtype=dtype,
-        labels=task.settings.record()["labels"],
-        max_seq_length=task.settings.max_seq_length,
         best_metric=task.best_metric if evaluated else None,
         best_value=best,
         best_epoch=best_epoch,
@@ -336,18 +331,22 @@ def _write_directory(
     record: FinetuneRecord,
     serving_model: TaskModel | None,
 ) -> None:
-    """Beside the checkpoint in `tmp`: the config, the tokenizer, the TF-Hub encoder it was
-    fine-tuned from, finetune.json and, with `serving_model`, the serving SavedModel."""
-    if source.config is not None:
-        source.config.to_json_file(tmp / CONFIG_FILE)
-    shutil.copyfile(tokenizer.sp_model_path, tmp / SP_MODEL_FILE)
-    if source.hub_path is not None:
-        shutil.copytree(source.hub_path, tmp / HUB_ENCODER_DIR)
-    record.write(tmp)
+    """Beside the checkpoint in `tmp` (`write_finetuned`): the config, the tokenizer, the TF-Hub
+    encoder it was fine-tuned from, finetune.json and, with `serving_model`, the serving
+    SavedModel."""
+    serving = None
     if serving_model is not None:
         from albert_tf.finetune.serving import export_serving_model
 
-        export_serving_model(serving_model, tokenizer, tmp / SERVING_DIR)
+        serving = functools.partial(export_serving_model, serving_model, tokenizer)
+    write_finetuned(
+        tmp,
+        record,
+        tokenizer.sp_model_path,
+        config=source.config,
+        hub_encoder=source.hub_path,
+        serving=serving,
+    )
 
 
 def _closing_lines(
