@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from albert_tf.errors import ConfigError
 from albert_tf.export.encoder import float32_copy
-from albert_tf.runtimes import RUNTIMES, Runner, onnx_runner, require_onnxruntime, tflite_runner
+from albert_tf.runtimes.ort import RUNTIMES, Runner, onnx_runner, require_onnxruntime, tflite_runner
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
