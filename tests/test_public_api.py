@@ -20,6 +20,7 @@ PACKAGES = (
     "albert_tf.finetune",
     "albert_tf.finetune.tasks",
     "albert_tf.quickstart",
+    "albert_tf.runtimes",
     "albert_tf.benchmarking",
     "albert_tf.preprocess",
     "albert_tf.preprocess.pretraining_data",
