@@ -97,8 +97,8 @@ def per_text(classifier, texts: list[str], batch: int, seconds: float) -> float:
 
 
 def run(args) -> dict:
-    from albert_tf.export.triton.model import Classifier
     from albert_tf.export.triton.repository import NUL_SUBSTITUTE
+    from albert_tf.runtimes.triton.model import Classifier
 
     triton = args.finetuned / "triton" / "classifier"
     model = triton / "1" / "model.onnx"

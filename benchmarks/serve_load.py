@@ -289,8 +289,8 @@ def served_threads(config: Path) -> int:
 
 def in_process(model: Path, threads: int, texts: list[str], seconds: float) -> dict:
     """The served file at batch 1 in this process, with `threads` ONNX Runtime threads."""
-    from albert_tf.export.triton.model import Classifier
     from albert_tf.export.triton.repository import NUL_SUBSTITUTE
+    from albert_tf.runtimes.triton.model import Classifier
 
     classifier = Classifier(model, threads, 1, NUL_SUBSTITUTE)
     times, n, deadline = [], 0, time.perf_counter() + seconds
@@ -371,8 +371,8 @@ def peer_repository(finetuned: Path, root: Path, env: Path) -> Path:
     from transformers import AutoModelForSequenceClassification
 
     from albert_tf.cli import main
-    from albert_tf.export.triton.repository import config_pbtxt, default_config
     from albert_tf.finetune.directory import read_record
+    from albert_tf.runtimes.triton.layout import config_pbtxt, default_config
 
     if not (finetuned / "hf").is_dir():
         assert main(["export", "--finetuned", str(finetuned), "--hf"]) == 0
@@ -508,8 +508,8 @@ def machine() -> dict:
 
 
 def run(args) -> dict:
-    from albert_tf.export.triton.environment import default_env_dir
     from albert_tf.runtimes import available_cores
+    from albert_tf.runtimes.triton.serve_env import default_env_dir
 
     triton = args.finetuned / "triton"
     model, config = (

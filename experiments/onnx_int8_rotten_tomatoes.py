@@ -59,11 +59,11 @@ def score(run_dir: Path, test: Path, train: Path) -> dict:
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
+    from albert_tf.export.int8_encoder import runtime_encoder
     from albert_tf.export.onnx import optimize
     from albert_tf.export.onnx.classifier import head_graph
     from albert_tf.export.onnx.encoder import encoder_graph
     from albert_tf.export.onnx.writer import run, session
-    from albert_tf.export.runtimes import runtime_encoder
     from albert_tf.finetune.predict import load_finetuned, predict_file
 
     texts, labels = read_split(test)

@@ -151,8 +151,8 @@ def int8_file(directory: Path) -> Path:
 
 def latency(path: Path, texts: list[str], calls: int = 400) -> dict:
     """Batch-1 p50 of the raw-string int8 classifier over `texts` (every core of this process)."""
-    from albert_tf.export.triton.model import Classifier
     from albert_tf.runtimes import available_cores
+    from albert_tf.runtimes.triton.model import Classifier
 
     classifier = Classifier(path, available_cores(), 1)
     for text in texts[:20]:

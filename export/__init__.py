@@ -23,7 +23,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
         ".hf": "export_checkpoint_hf export_finetuned_hf",
         ".keras_hub": "write_checkpoint_preset export_finetuned_keras_hub",
         ".keras_hub_tokenizer": "preset_tokenizer",
-        ".runtimes": "runtime_encoder",
+        ".int8_encoder": "runtime_encoder",
     },
     globals(),
 )

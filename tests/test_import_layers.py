@@ -1,6 +1,7 @@
 """The house's layers hold: pyproject.toml's import-linter contracts, as `lint-imports` checks
-them (the command line over albert_tf.export over the formats over training over the model core
-over albert_tf.preprocess over the ground floor, no circle among a package's files and folders).
+them (the command line over albert_tf.export over albert_tf.runtimes over the formats over
+training over the model core over albert_tf.preprocess over the ground floor, no circle among a
+package's files and folders).
 
 A wrong arrow fails here, with the import that breaks the contract named. About a second.
 

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from albert_tf import cli
-from albert_tf.export.runtimes import RuntimeEncoder, runtime_encoder
+from albert_tf.export.int8_encoder import runtime_encoder
 from albert_tf.export.tflite import probe_inputs, tflite_converters
 from albert_tf.finetune.predict import load_finetuned
 from albert_tf.runtimes import tflite_runner
+from albert_tf.runtimes.encoder import RuntimeEncoder
 from tests import helpers
 
 # Trained until the dev labels are clear-cut, so int8 rounding cannot flip one.

@@ -21,6 +21,7 @@ PACKAGES = (
     "albert_tf.finetune.tasks",
     "albert_tf.finetune.tasks.squad",
     "albert_tf.quickstart",
+    "albert_tf.runtimes",
     "albert_tf.benchmarking",
     "albert_tf.preprocess",
     "albert_tf.preprocess.pretraining_data",

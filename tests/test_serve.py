@@ -110,7 +110,7 @@ class Server:
 @pytest.fixture(scope="module")
 def serve_env():
     from albert_tf.cli import main
-    from albert_tf.export.triton.environment import default_env_dir
+    from albert_tf.runtimes.triton.serve_env import default_env_dir
 
     assert main(["serve", "--create-env"]) == 0
     return default_env_dir()

@@ -64,9 +64,10 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from albert_tf.errors import ConfigError, DataError
-    from albert_tf.export.runtimes import check_runtime, runtime_encoder
+    from albert_tf.export.int8_encoder import runtime_encoder
     from albert_tf.finetune.predict import load_examples, load_finetuned, predict_examples
     from albert_tf.io_utils import atomic_file, check_output_file
+    from albert_tf.runtimes.encoder import check_runtime
 
     # Every argument is checked before the model loads (and long before anything is written).
     if args.batch_size < 1:

@@ -39,9 +39,9 @@ def batched_outputs(
     (within 1e-7 of the serving SavedModel's logits). A bfloat16 model's is not: the fused
     kernels round float32 otherwise (1e-7), bfloat16 rounding carries that to 3e-4 in
     probability, and without them the function computes the serving SavedModel's logits bit
-    for bit, as `predict` says it does. With `encoder`
-    (a `albert_tf.export.runtimes.RuntimeEncoder`), the task's forward pass runs eagerly around that
-    encoder instead of the model's own.
+    for bit, as `predict` says it does. With `encoder` (a
+    `albert_tf.runtimes.encoder.RuntimeEncoder`), the task's forward pass runs eagerly around
+    that encoder instead of the model's own.
     """
     if encoder is not None:
 

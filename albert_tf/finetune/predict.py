@@ -107,7 +107,7 @@ def predict_examples(
 ) -> tuple[list[dict], dict[str, float] | None]:
     """Prediction records of `task_data` (`load_examples`) and the metrics when it carries
     labels (None otherwise); every record starts with "id" (`example_id`). `encoder`: the
-    model's encoder on another runtime (`finetune.runtimes.runtime_encoder`), None for
+    model's encoder on another runtime (`albert_tf.export.runtime_encoder`), None for
     TensorFlow."""
     task = finetuned.task
     outputs = batched_outputs(finetuned.model, task_data.inputs, batch_size, encoder)

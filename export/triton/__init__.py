@@ -1,7 +1,6 @@
-"""Serving a fine-tuned classifier through Triton: the model repository that `export
---finetuned DIR --triton` writes (`repository`, `model`), the environment Triton runs in
-(`environment`) and `albert-tf serve`'s KServe v2 front over it (`server`).
+"""The writer of the Triton model repository that `export --finetuned DIR --triton` makes
+(`repository`; it needs the `onnx` extra where it writes).
 
-`repository` and `model` need the `onnx` extra only where they write or run the model;
-`environment` and `server` import neither TensorFlow nor ONNX.
+The repository's layout, the Python-backend model file the writer copies into it, the
+environment Triton runs in and `albert-tf serve` are in `albert_tf.runtimes.triton`.
 """

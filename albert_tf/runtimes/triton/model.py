@@ -1,9 +1,10 @@
 """albert-tf's text classifier as a Triton Python-backend model: ONNX Runtime in process.
 
 This file is copied as `model.py` into each version directory of the model repository that
-`albert-tf export --finetuned DIR --triton` writes, beside `model.onnx` (the int8 classifier with
-its tokenizer inside, `albert_tf.export.onnx.classifier`). It imports nothing of albert-tf: a
-stock Triton server runs it with numpy, onnxruntime and onnxruntime-extensions installed.
+`albert-tf export --finetuned DIR --triton` writes (`albert_tf.export.triton.repository`), beside
+`model.onnx` (the int8 classifier with its tokenizer inside, `albert_tf.export.onnx.classifier`).
+It imports nothing of albert-tf: a stock Triton server runs it with numpy, onnxruntime and
+onnxruntime-extensions installed.
 
 Triton hands `execute` the requests its dynamic batcher gathered. Their texts (`text`, and
 `text_pair` for a pair task: BYTES [n, 1] each) are checked one request at a time, run through

@@ -1,4 +1,4 @@
-"""The KServe v2 HTTP front of `albert-tf serve` (see `albert_tf.export.triton.server`).
+"""The KServe v2 HTTP front of `albert-tf serve` (see `albert_tf.runtimes.triton.server`).
 
 `parse_request` checks a request body against the limits, `Front` answers the routes with
 aiohttp and forwards each accepted request to Triton on loopback in Triton's [n, 1] shapes.
@@ -13,8 +13,8 @@ from typing import Any
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
 
-from albert_tf.export.triton.model import TextError, check_text
-from albert_tf.export.triton.repository import MODEL_NAME, ServingConfig
+from albert_tf.runtimes.triton.layout import MODEL_NAME, ServingConfig
+from albert_tf.runtimes.triton.model import TextError, check_text
 
 
 @dataclasses.dataclass(frozen=True)

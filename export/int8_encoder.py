@@ -1,11 +1,11 @@
-"""A fine-tuned model's encoder on another runtime, for `albert-tf predict --runtime`.
+"""A fine-tuned model's encoder exported to int8 for another runtime and loaded there, in memory:
+`albert-tf predict --runtime`.
 
-The encoder is where nearly all the time goes, so only it moves: the restored weights are
-exported in float32 to int8 (ONNX Runtime: `albert_tf.export.onnx`'s graph with ORT's BERT fusions and
-dynamic int8 quantization; TFLite: `albert_tf.export.tflite`'s dynamic-range int8 file, run by LiteRT's
-XNNPACK int8 kernels), and the task's own forward pass (windows, choices, the head) runs
-around it unchanged. So every task predicts through every runtime, tokenization stays in
-Python (the TFLite file takes token ids), and the records are decoded exactly as with `tf`.
+The restored weights are exported in float32 to an int8 file in a temporary directory (ONNX
+Runtime: `albert_tf.export.onnx`'s graph with ORT's BERT fusions and dynamic int8 quantization;
+TFLite: `albert_tf.export.tflite`'s dynamic-range int8 file), which
+`albert_tf.runtimes.encoder.load_encoder` loads: the runtime encoder that the task's forward pass
+calls in place of the Keras one.
 """
 
 from __future__ import annotations
@@ -16,37 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import tensorflow as tf
-
 from albert_tf.errors import ConfigError
 from albert_tf.export.encoder import float32_copy
-from albert_tf.runtimes import RUNTIMES, Runner, onnx_runner, require_onnxruntime, tflite_runner
-
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
-
-
-class RuntimeEncoder:
-    """Calls an exported encoder like the Keras one (dict of int32 [B, S] tensors in, dict
-    with `pooled_output` [B, H] and `sequence_output` [B, S, H] float32 tensors out), eagerly."""
-
-    def __init__(self, run: Runner, runtime: str):
-        self.run = run
-        self.runtime = runtime
-
-    def __call__(self, inputs: dict[str, Any], training: bool | None = None) -> dict:
-        del training  # inference only: the exports have no dropout
-        outputs = self.run({name: np.asarray(inputs[name]) for name in ENCODER_INPUTS})
-        return {name: tf.constant(outputs[name]) for name in ENCODER_OUTPUTS}
-
-
-def check_runtime(runtime: str) -> None:
-    """ConfigError for an unknown runtime, InstallError if its package is missing."""
-    if runtime not in RUNTIMES:
-        raise ConfigError(f"--runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
-    if runtime == "onnx":
-        require_onnxruntime()
+from albert_tf.runtimes.encoder import RuntimeEncoder, check_runtime, load_encoder
 
 
 def runtime_encoder(
@@ -74,7 +46,6 @@ def runtime_encoder(
 
             # Any length up to seq_length: predict pads each batch to its longest text.
             path.write_bytes(tflite_converters(encoder, None)["int8"].convert())
-            run = tflite_runner(path, threads)
         else:
             import onnx
 
@@ -86,9 +57,9 @@ def runtime_encoder(
                 encoder_graph(encoder), config.num_attention_heads, config.hidden_size
             )
             onnx.save(optimize.quantize_dynamic_int8(fused), str(path))
-            run = onnx_runner(path, threads)
+        loaded = load_encoder(path, runtime, threads)
         # Both runtimes hold the model in memory (LiteRT maps the file: the mapping outlives
         # the name), so the directory can go.
     seconds = time.perf_counter() - start
     print(f"exported the encoder to int8 {runtime} in {seconds:.1f}s", file=sys.stderr)
-    return RuntimeEncoder(run, runtime)
+    return loaded

@@ -1,6 +1,6 @@
 """`albert-tf serve`: a Triton server on one machine, behind a KServe v2 HTTP front.
 
-Triton (`albert_tf.export.triton.environment`) serves a private copy of the model repository on
+Triton (`albert_tf.runtimes.triton.serve_env`) serves a private copy of the model repository on
 loopback; the front, on `--host`/`--port`, is what clients reach:
 
 - `POST /v2/models/NAME/infer` with `text` (and `text_pair`) BYTES [n] or [n, 1] returns `label`
@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from albert_tf.errors import ExportError
-from albert_tf.export.triton.environment import ServeEnv, server_environ
-from albert_tf.export.triton.front import Front, ServeOptions
-from albert_tf.export.triton.repository import CONFIG_FILE, MODEL_NAME, VERSION, config_pbtxt
+from albert_tf.runtimes.triton.front import Front, ServeOptions
+from albert_tf.runtimes.triton.layout import CONFIG_FILE, MODEL_NAME, VERSION, config_pbtxt
+from albert_tf.runtimes.triton.serve_env import ServeEnv, server_environ
 
 # === The private repository ===
 
@@ -281,7 +281,7 @@ async def _serve(env: ServeEnv, source: Path, options: ServeOptions, log) -> int
 
 
 def serve(source: Path, options: ServeOptions, env: ServeEnv, log=None) -> int:
-    """Serves the model repository `source` (`repository.find_repository`) until SIGTERM or
+    """Serves the model repository `source` (`layout.find_repository`) until SIGTERM or
     SIGINT; the exit code (0: every request in flight was answered)."""
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     return asyncio.run(_serve(env, source, options, log))
