@@ -24,6 +24,12 @@ import os
 import sys
 import warnings
 
+from albert_tf import __version__, startup_noise
+from albert_tf.config import did_you_mean
+from albert_tf.environment import missing_pkg_resources, use_onednn_choice
+from albert_tf.errors import AlbertError
+from albert_tf.io_utils import Terminated
+
 COMMANDS = (
     "quickstart",
     "train-tokenizer",
@@ -86,8 +92,6 @@ class _Parser(argparse.ArgumentParser):
 def nearest(unknown: list[str], command: argparse.ArgumentParser) -> str:
     """ "; did you mean --NAME?" for the first unknown option of `command` that is near one of
     its visible options (`--learning_rate` finds `--learning-rate`), else ""."""
-    from albert_tf.config import did_you_mean
-
     options = [
         name
         for action in command._actions
@@ -147,8 +151,6 @@ def deprecation_notes(argv: list[str]) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from albert_tf import __version__
-
     parser = _Parser(
         prog="albert-tf", description="ALBERT for TensorFlow 2 and Keras, with TF-Hub export."
     )
@@ -176,9 +178,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from albert_tf import startup_noise
-    from albert_tf.environment import use_onednn_choice
-
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     for note in deprecation_notes(argv):
@@ -196,10 +195,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """`args.run(args)`, with a user mistake reported as one line and exit code 2."""
-    from albert_tf.environment import missing_pkg_resources
-    from albert_tf.errors import AlbertError
-    from albert_tf.io_utils import Terminated
-
     try:
         try:
             return args.run(args) or 0

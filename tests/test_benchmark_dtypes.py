@@ -68,7 +68,7 @@ def test_auto_dtype_is_what_the_benchmark_runs(monkeypatch):
         seen["dtypes"] = options.dtypes
         return {"meta": {}, "records": []}
 
-    monkeypatch.setattr("albert_tf.benchmarking.run_benchmark", fake_run)
+    monkeypatch.setattr(benchmark, "run_benchmark", fake_run)
     monkeypatch.setattr(dtypes, "cpu_supports_bfloat16", lambda: True)
     parser = argparse.ArgumentParser()
     benchmark.add_arguments(parser)

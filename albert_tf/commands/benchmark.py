@@ -6,6 +6,12 @@ import argparse
 import json
 import sys
 
+from albert_tf import progress as progress_bars
+from albert_tf.benchmarking import BenchmarkOptions, render_table, run_benchmark
+from albert_tf.benchmarking.cases import BENCH_DTYPES
+from albert_tf.dtypes import resolve_dtype
+from albert_tf.io_utils import atomic_file, check_output_file
+
 HELP = (
     "Benchmark inference, latency and training against tf-models-official, HF, keras-hub "
     "and ONNX Runtime on HF's model."
@@ -83,12 +89,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf import progress as progress_bars
-    from albert_tf.benchmarking import BenchmarkOptions, render_table, run_benchmark
-    from albert_tf.benchmarking.cases import BENCH_DTYPES
-    from albert_tf.dtypes import resolve_dtype
-    from albert_tf.io_utils import atomic_file, check_output_file
-
     if args.json:  # before minutes of benchmarking, not after
         check_output_file(args.json, args.overwrite, "--json")
     if args.dtype == "all":

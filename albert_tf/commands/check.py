@@ -6,6 +6,8 @@ import argparse
 import dataclasses
 import json
 
+from albert_tf.errors import ConfigError
+from albert_tf.io_utils import atomic_file, check_output_file, check_output_path, is_remote
 from albert_tf.pretraining.settings import (
     DEFAULT_STEPS_PER_LOOP,
     DTYPE_CHOICES,
@@ -64,8 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.errors import ConfigError
-    from albert_tf.io_utils import atomic_file, check_output_file, check_output_path, is_remote
     from albert_tf.pretraining.check import CheckSettings, run_check
 
     if args.loops <= 0:

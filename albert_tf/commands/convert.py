@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+from albert_tf.errors import ConfigError
+from albert_tf.io_utils import check_output_path
+
 HELP = (
     "Convert a TF1 (google-research/albert) or Hugging Face ALBERT checkpoint, or a keras-hub "
     "ALBERT preset."
@@ -55,9 +58,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.errors import ConfigError
-    from albert_tf.io_utils import check_output_path
-
     check_output_path(args.output, args.overwrite)
     if args.tf1_checkpoint:
         if not args.config:

@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 
+from albert_tf.commands import keyword_arguments
+from albert_tf.preprocess.pretraining_data import create_pretraining_data
 from albert_tf.preprocess.pretraining_data.format import SENTENCE_TASKS
 from albert_tf.preprocess.pretraining_data.pipeline import RUNNERS
 
@@ -88,9 +90,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.commands import keyword_arguments
-    from albert_tf.preprocess.pretraining_data import create_pretraining_data
-
     workers = min(4, os.cpu_count() or 1) if args.workers is None else args.workers
     stats = create_pretraining_data(
         **keyword_arguments(

@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from albert_tf.distill.settings import OPTIMIZERS, DistillSettings
+from albert_tf.dtypes import DTYPES
+
 HELP = "Distil a teacher (sentence encoder or fine-tuned classifier) into an ALBERT student."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from albert_tf.distill.settings import DistillSettings
-
     d = DistillSettings("", (), "", "")  # the defaults
     parser.add_argument(
         "--teacher",
@@ -55,9 +56,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_training_arguments(parser: argparse.ArgumentParser, d) -> None:
     """How the student trains: lengths, steps, optimizer, losses, checkpoints."""
-    from albert_tf.distill.settings import OPTIMIZERS
-    from albert_tf.dtypes import DTYPES
-
     parser.add_argument(
         "--max-seq-length", type=int, default=d.max_seq_length, help="student tokens per text"
     )
@@ -112,7 +110,6 @@ def _add_training_arguments(parser: argparse.ArgumentParser, d) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.distill.settings import DistillSettings
     from albert_tf.distill.trainer import distill
     from albert_tf.pretraining.preemption import EXIT_PREEMPTED
 

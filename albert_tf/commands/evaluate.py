@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from albert_tf.io_utils import atomic_file, check_output_file
 from albert_tf.pretraining.settings import DTYPE_CHOICES
 
 HELP = "Evaluate a checkpoint's masked-LM and sentence-task heads on pretraining TFRecords."
@@ -42,7 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.io_utils import atomic_file, check_output_file
     from albert_tf.pretraining.evaluate import evaluate
 
     if args.json:  # before the evaluation, not after

@@ -6,6 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from albert_tf.errors import ExportError
+from albert_tf.export.bundle import export_bundle, export_finetuned
+from albert_tf.export.writers import EXTRAS, FINETUNED_WRITERS, flag_help, flag_names
+from albert_tf.io_utils import check_output_path
+
 HELP = (
     "Export a checkpoint as TF-Hub SavedModels (encoder/, preprocess/) and optionally TFLite, "
     "ONNX, Hugging Face transformers and a keras-hub preset."
@@ -30,8 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sequence length of preprocess/ outputs, of the TFLite encoders and of the "
         "keras-hub preset's preprocessor (default 128)",
     )
-    from albert_tf.export.writers import flag_help, flag_names
-
     for name in flag_names():
         parser.add_argument(
             "--" + name.replace("_", "-"), action="store_true", help=flag_help(name)
@@ -62,15 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.export.writers import EXTRAS, flag_names
-
     formats = {name: getattr(args, name) for name in flag_names()}
     if any(formats[name] for name, extra in EXTRAS.items() if extra == "onnx"):
         # First: the missing extra is one line, and onnxruntime-extensions must load before
         # TensorFlow (see albert_tf.export.onnx).
         import albert_tf.export.onnx  # noqa: F401
-    from albert_tf.errors import ExportError
-    from albert_tf.io_utils import check_output_path
 
     if args.finetuned:
         if args.output or args.checkpoint or args.from_hub:
@@ -78,9 +77,6 @@ def run(args: argparse.Namespace) -> int:
                 "--finetuned DIR writes the formats asked for beside DIR/serving/: no --output, "
                 "--checkpoint or --from-hub"
             )
-        from albert_tf.export.bundle import export_finetuned
-        from albert_tf.export.writers import FINETUNED_WRITERS
-
         reports = export_finetuned(args.finetuned, overwrite=args.overwrite, **formats)
         for writer in FINETUNED_WRITERS:
             if writer.name in reports:
@@ -101,8 +97,6 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"wrote {hub_to_checkpoint_dir(args.from_hub, args.output, args.overwrite)}")
         return 0
-
-    from albert_tf.export.bundle import export_bundle
 
     bundle = export_bundle(
         args.checkpoint,

@@ -4,14 +4,26 @@ multiple-choice or tagging task; keeps the best epoch by the task's metric."""
 from __future__ import annotations
 
 import argparse
+import sys
+
+from albert_tf.dtypes import DTYPES
+from albert_tf.finetune.defaults import help_text
+from albert_tf.finetune.settings import (
+    OPTIMIZERS,
+    QUOTINGS,
+    SQUAD_HEADS,
+    TASK_NAMES,
+    WINDOW_PLACEMENTS,
+    WINDOW_POOLINGS,
+    FinetuneSettings,
+    cli_defaults,
+)
+from albert_tf.io_utils import check_output_path, sigterm_interrupts
 
 HELP = "Fine-tune ALBERT on classify, regress, squad, multiple-choice (RACE) or tag (CoNLL) data."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from albert_tf.finetune.defaults import help_text
-    from albert_tf.finetune.settings import cli_defaults
-
     parser.epilog = help_text()
     _add_run_arguments(parser)
     _add_optimization_arguments(parser)
@@ -22,8 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """What a run reads and writes: the task, its files, the model it starts from."""
-    from albert_tf.finetune.settings import TASK_NAMES
-
     parser.add_argument(
         "--task",
         required=True,
@@ -56,9 +66,6 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_optimization_arguments(parser: argparse.ArgumentParser) -> None:
     """How it trains: epochs, batches, the optimizer, steps, seeds, restarts, dtype."""
-    from albert_tf.dtypes import DTYPES
-    from albert_tf.finetune.settings import OPTIMIZERS
-
     parser.add_argument(
         "--epochs", type=int, help="passes over --train (default: by model size, see below)"
     )
@@ -123,8 +130,6 @@ def _add_optimization_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_task_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of some tasks only: columns, long-text windows, SQuAD."""
-    from albert_tf.finetune.settings import QUOTINGS, WINDOW_PLACEMENTS, WINDOW_POOLINGS
-
     text = parser.add_argument_group("classify/regress columns (name or 0-based index)")
     text.add_argument(
         "--text-column",
@@ -180,8 +185,6 @@ def _add_task_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_squad_arguments(parser: argparse.ArgumentParser) -> None:
     """The SQuAD options: the head, features, decoding and the null threshold."""
-    from albert_tf.finetune.settings import SQUAD_HEADS
-
     squad = parser.add_argument_group("squad")
     squad.add_argument(
         "--squad-head",
@@ -216,11 +219,7 @@ def _add_squad_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
-    from albert_tf.finetune.settings import FinetuneSettings
     from albert_tf.finetune.trainer import finetune
-    from albert_tf.io_utils import check_output_path, sigterm_interrupts
 
     settings = FinetuneSettings.from_args(args)
     check_output_path(settings.output, settings.overwrite)

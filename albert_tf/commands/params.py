@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from albert_tf.config import resolve_config
+from albert_tf.params import parameter_breakdown
+
 HELP = "Print a config's parameter count and breakdown as JSON."
 
 
@@ -15,8 +18,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.config import resolve_config
-    from albert_tf.params import parameter_breakdown
-
     print(json.dumps(parameter_breakdown(resolve_config(args.config)), indent=2))
     return 0

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+
+from albert_tf.errors import ConfigError, DataError
+from albert_tf.finetune.settings import QUOTINGS
+from albert_tf.io_utils import atomic_file, check_output_file
 
 HELP = "Predict with a fine-tuned model (from `albert-tf finetune`) on a task file."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from albert_tf.finetune.settings import QUOTINGS
-
     parser.add_argument(
         "--checkpoint",
         "--model",
@@ -59,14 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    import os
-    import sys
-
-    from albert_tf.errors import ConfigError, DataError
     from albert_tf.export.int8_encoder import runtime_encoder
     from albert_tf.finetune.predict import load_examples, load_finetuned, predict_examples
-    from albert_tf.io_utils import atomic_file, check_output_file
     from albert_tf.runtimes.encoder import check_runtime
 
     # Every argument is checked before the model loads (and long before anything is written).

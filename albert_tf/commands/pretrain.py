@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 
+from albert_tf.errors import ConfigError
 from albert_tf.pretraining.settings import (
     DEFAULT_STEPS_PER_LOOP,
     DTYPE_CHOICES,
@@ -140,7 +141,6 @@ def _add_loop_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.errors import ConfigError
     from albert_tf.pretraining.preemption import EXIT_PREEMPTED, EXIT_WORKER_LOST, WorkerLost
     from albert_tf.pretraining.trainer import pretrain
 

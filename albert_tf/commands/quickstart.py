@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from albert_tf.quickstart import DEFAULT_MINUTES, DEFAULT_OUT, run_quickstart
+
 HELP = (
     "Build a corpus from Python's own docs, train a vocabulary, pretrain a tiny ALBERT on the "
     "CPU, export TF-Hub modules and demo them (1.5-1.8 min on 2 idle cores)."
@@ -11,8 +13,6 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from albert_tf.quickstart import DEFAULT_MINUTES, DEFAULT_OUT
-
     parser.add_argument(
         "--output",
         "--out",
@@ -30,7 +30,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.quickstart import run_quickstart
-
     run_quickstart(args.output, minutes=args.minutes, overwrite=args.overwrite)
     return 0

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from albert_tf.commands import keyword_arguments
+from albert_tf.preprocess.spm_train import train_sentencepiece
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
+
 HELP = "Train a SentencePiece vocabulary (ALBERT recipe) on text files; writes PREFIX.model/.vocab."
 
 
@@ -67,10 +71,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.commands import keyword_arguments
-    from albert_tf.preprocess.spm_train import train_sentencepiece
-    from albert_tf.preprocess.tokenizer import AlbertTokenizer
-
     model = train_sentencepiece(
         **keyword_arguments(
             args,
