@@ -20,6 +20,7 @@ import re
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
+from pydoc_data.topics import topics
 from typing import NamedTuple
 
 from albert_tf.io_utils import atomic_file
@@ -179,8 +180,6 @@ def stdlib_documents(root: str | Path | None = None) -> Iterator[tuple[str, list
 
 def pydoc_topic_documents() -> Iterator[tuple[str, list[str]]]:
     """(topic name, sentences) for each of `pydoc_data.topics`' help topics, sorted by name."""
-    from pydoc_data.topics import topics
-
     for name in sorted(topics):
         sentences = document_sentences([topics[name]])
         if sentences:

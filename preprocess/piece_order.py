@@ -41,6 +41,7 @@ This module needs only numpy and `sentencepiece` (no TensorFlow, no onnx).
 from __future__ import annotations
 
 import numpy as np
+from sentencepiece import sentencepiece_model_pb2
 
 # `sentencepiece` charges an unknown character the lowest piece score minus this.
 UNK_PENALTY = 10.0
@@ -61,8 +62,6 @@ def byte_fallback_model(model: bytes) -> bytes:
     """The SentencePiece model with the 256 byte pieces appended (ids V..V+255) and byte
     fallback on: the same segmentation, with each unknown character given as its UTF-8 bytes
     instead of merged into one `<unk>`, so a graph can count its characters."""
-    from sentencepiece import sentencepiece_model_pb2
-
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(model)
     for byte in range(BYTE_PIECES):
@@ -76,8 +75,6 @@ def piece_tables(model: bytes) -> dict[str, np.ndarray] | None:
     `units` int64 (length in roots); per class and length in roots (1..Lmax),
     `class_scores` float32 [C, Lmax] (-inf where no piece) and `class_ids` int64 [C, Lmax].
     None when no root has two piece lengths (no order can tie)."""
-    from sentencepiece import sentencepiece_model_pb2
-
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(model)
     pieces = list(proto.pieces)

@@ -26,10 +26,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2
+
+from albert_tf.environment import import_beam_module
 from albert_tf.errors import DataError, TokenizerError
 from albert_tf.io_utils import atomic_file, check_can_create, check_output_path
 from albert_tf.preprocess.normalize import preprocess_text
 from albert_tf.preprocess.tokenizer import CLS, MASK, SEP, load_sp_model
+from albert_tf.progress import bar as progress_bar
 
 CONTROL_SYMBOLS = (CLS, SEP, MASK)
 USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")
@@ -80,8 +85,6 @@ def smallest_keys(keys: Iterator[tuple[int, str]], size: int) -> list[tuple[int,
 
 def _normalized_lines(files: Sequence[Path], do_lower_case: bool) -> Iterator[str]:
     """`preprocess_text` of every line of `files` that is not empty after it, with a tqdm bar."""
-    from albert_tf.progress import bar as progress_bar
-
     # No bar when stderr is not a terminal (logs, pipes, tests): albert_tf.progress.
     with progress_bar(desc="sampling", unit=" lines", unit_scale=True, mininterval=1.0) as bar:
         for path in files:
@@ -110,8 +113,6 @@ def _beam_sample(
     num_workers: int | None,
 ) -> tuple[list[str], list[str]]:
     """(input files, sample) drawn by `spm_beam.sample_with_beam`; InstallError without Beam."""
-    from albert_tf.environment import import_beam_module
-
     spm_beam: Any = import_beam_module("albert_tf.preprocess.spm_beam")
     return spm_beam.sample_with_beam(
         list(inputs),
@@ -126,8 +127,6 @@ def _beam_sample(
 def _record_sources(model: Path, files: Sequence, prefix: Path) -> None:
     """Replaces the temporary corpus and prefix the trainer stored in the model's TrainerSpec
     with the real input files and output prefix, so no temporary path is left in the model."""
-    from sentencepiece import sentencepiece_model_pb2
-
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(model.read_bytes())
     del proto.trainer_spec.input[:]
@@ -172,8 +171,6 @@ def _train(
 ) -> None:
     """Runs the SentencePiece trainer on `corpus` (the sample) with ALBERT's recipe, writing
     `trained`.model and .vocab; DataError with the trainer's own last words when it fails."""
-    import sentencepiece as spm
-
     spm.set_random_generator_seed(seed)
     try:
         spm.SentencePieceTrainer.train(

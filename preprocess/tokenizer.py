@@ -12,7 +12,10 @@ import copy
 import os
 from pathlib import Path
 
+import sentencepiece as spm
+
 from albert_tf.errors import TokenizerError
+from albert_tf.io_utils import gfile_errors, is_file, is_remote, path_str
 from albert_tf.preprocess.normalize import preprocess_text
 
 WORD_START = "▁"
@@ -29,10 +32,6 @@ def load_sp_model(sp_model_path: str | os.PathLike, vocab_size: int | None = Non
     problem) if the file is missing, is not a SentencePiece model, lacks one of `<pad>`,
     `[CLS]`, `[SEP]`, `[MASK]`, or has another number of pieces than `vocab_size`.
     """
-    import sentencepiece as spm
-
-    from albert_tf.io_utils import gfile_errors, is_file, is_remote, path_str
-
     path = path_str(sp_model_path)
     # A local model must not import TensorFlow (gfile_errors does): data-generation workers
     # load one each, and TensorFlow costs them ~700 MB of RSS and seconds of start-up.

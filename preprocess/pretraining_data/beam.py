@@ -61,6 +61,7 @@ from albert_tf.preprocess.pretraining_data.plan import (
     keyed_documents,
     plan_batches,
 )
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
 def _document_sizes(item: tuple[int, str]) -> tuple[int, array]:
@@ -193,8 +194,6 @@ def run_beam(
     (shards and `metadata.json`); returns the statistics. A local output is created atomically;
     on a remote filesystem the directory is complete once `metadata.json` is there, written last.
     """
-    from albert_tf.preprocess.tokenizer import AlbertTokenizer
-
     output = os.fspath(output_dir)
     remote = is_remote(output)
     if remote and not overwrite and FileSystems.exists(FileSystems.join(output, METADATA_FILE)):

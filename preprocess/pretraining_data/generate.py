@@ -29,6 +29,7 @@ from albert_tf.preprocess.pretraining_data.records import (
     runs,
     varints,
 )
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,6 @@ class DocumentProcessor:
     """Turns documents into serialized `tf.train.Example`s for one set of `Settings`."""
 
     def __init__(self, settings: Settings):
-        from albert_tf.preprocess.tokenizer import AlbertTokenizer
-
         self.settings = settings
         self.tokenizer = AlbertTokenizer(settings.sp_model_path, settings.do_lower_case)
         tok = self.tokenizer

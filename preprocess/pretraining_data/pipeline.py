@@ -54,6 +54,8 @@ from albert_tf.preprocess.pretraining_data.generate import (
     process_in_worker,
 )
 from albert_tf.preprocess.pretraining_data.plan import closes, document_size
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
+from albert_tf.progress import bar as progress_bar
 
 RUNNERS = ("local", "beam")
 BATCH_BYTES = 1 << 20  # text per worker task; CRCs are vectorized over a task's records
@@ -153,8 +155,6 @@ def _fill(
     progress: bool,
 ) -> None:
     """Generates every instance of `files` into `shards`, adding statistics to `totals`."""
-    from albert_tf.progress import bar as progress_bar
-
     bar = progress_bar(
         total=total_bytes,
         unit="B",
@@ -315,8 +315,6 @@ def _run_local(
 ) -> dict[str, Any]:
     """`create_pretraining_data` with the local runner: this process and `num_workers` workers
     write the shards and metadata.json of `settings` into `output_dir`; returns the statistics."""
-    from albert_tf.preprocess.tokenizer import AlbertTokenizer
-
     check_output_path(output_dir, overwrite)
     tokenizer = AlbertTokenizer(sp_model_path, settings.do_lower_case)
     files = resolve_inputs(patterns)
