@@ -24,6 +24,7 @@ from albert_tf.export.writers import (
 )
 from albert_tf.io_utils import atomic_dir, check_output_path
 from albert_tf.preprocess.tokenizer import as_tokenizer
+from albert_tf.pretrained import resolve
 from albert_tf.progress import bar as progress_bar
 
 
@@ -148,8 +149,6 @@ def export_bundle(
     failure.
     """
     if checkpoint_dir is not None:
-        from albert_tf.pretrained import resolve
-
         checkpoint_dir = resolve(checkpoint_dir)  # a shipped model's name works as a directory
     requested = asked_writers(CHECKPOINT_WRITERS, formats, "export --checkpoint")
     source = _check_arguments(checkpoint_dir, sp_model, seq_length, requested, do_lower_case)

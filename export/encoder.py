@@ -31,9 +31,11 @@ from typing import Any
 import tensorflow as tf
 
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
+from albert_tf.dtypes import keras_policy
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.heads import MaskedLMHead
 from albert_tf.layers.compiled import compiled_training
+from albert_tf.preprocess.preprocess_model import save_preprocess_model
 from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 try:
@@ -185,8 +187,6 @@ def describe_encoder(path: Path, report: dict[str, bool]) -> list[str]:
 def write_preprocess(source: Any, target: Path) -> None:
     """The `preprocess` writer (`albert_tf.export.writers`): the preprocessing SavedModel of the
     SentencePiece model at `source.seq_length`."""
-    from albert_tf.preprocess.preprocess_model import save_preprocess_model
-
     # `target` is the writer's new, empty directory: written over in place.
     save_preprocess_model(
         source.tokenizer, target, source.seq_length, source.do_lower_case, overwrite=True
@@ -196,8 +196,6 @@ def write_preprocess(source: Any, target: Path) -> None:
 def float32_copy(encoder: Any) -> Any:
     """A float32 `AlbertEncoder` with `encoder`'s weights (a model fine-tuned in bfloat16 keeps
     float32 variables; the exports compute in float32 before quantizing)."""
-    from albert_tf.dtypes import keras_policy
-
     with keras_policy("float32"):
         copy = AlbertEncoder(encoder.config)
         copy({name: tf.zeros((1, 2), tf.int32) for name in ENCODER_INPUTS}, training=False)

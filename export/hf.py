@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors.numpy import save_file
 
+from albert_tf.config import CONFIG_FILE as OUR_CONFIG_FILE
 from albert_tf.config import AlbertConfig
 from albert_tf.convert.hf import (
     CONFIG_FILE,
@@ -40,8 +42,12 @@ from albert_tf.convert.hf import (
     source_of,
 )
 from albert_tf.errors import ExportError
-from albert_tf.export.writers import ExportSource
+from albert_tf.export.hf_tokenizer import require_tokenizers, write_tokenizer
+from albert_tf.export.writers import FINETUNED_WRITERS, ExportSource, write_one, writers_named
+from albert_tf.finetune.directory import read_record
+from albert_tf.finetune.predict import load_finetuned
 from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer
+from albert_tf.weights import variables_by_name
 
 
 def hf_tensors(variables: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -67,10 +73,6 @@ def write_hf_dir(
 ) -> Path:
     """Writes `config.json`, `model.safetensors` and (with `tokenizer`) the tokenizer files
     into the existing empty directory `target`."""
-    from safetensors.numpy import save_file
-
-    from albert_tf.export.hf_tokenizer import write_tokenizer
-
     target = Path(target)
     (target / CONFIG_FILE).write_text(json.dumps(config_values, indent=2) + "\n", encoding="utf-8")
     # transformers reads safetensors whose metadata names the framework ("pt").
@@ -101,8 +103,6 @@ def export_checkpoint_hf(
     """Writes `checkpoint` (an `albert_tf.checkpoint.CheckpointDir`) into the empty directory
     `target`, with the tokenizer of `sp_model` (a path or the loaded tokenizer) if given;
     returns the transformers class it is (`architectures`). Call `check_hf_exportable` first."""
-    from albert_tf.weights import variables_by_name
-
     if checkpoint.mlm_head is not None and checkpoint.sop_head is not None:
         architecture = "AlbertForPreTraining"
     elif checkpoint.mlm_head is not None:
@@ -121,8 +121,6 @@ def check_hf(source: ExportSource) -> None:
     package when there is a tokenizer to write."""
     check_hf_exportable(source.config)
     if source.tokenizer is not None:
-        from albert_tf.export.hf_tokenizer import require_tokenizers
-
         require_tokenizers()
 
 
@@ -187,9 +185,6 @@ def check_finetuned_hf(finetuned_dir: str | os.PathLike) -> None:
     TF-Hub encoder (whose weights are not ours to name), a SQuAD model with ALBERT's SQuAD 2.0
     head (transformers has BERT's only), or refused by `check_hf_exportable`.
     Reads only `finetune.json` and the config; CheckpointError if the directory is not one."""
-    from albert_tf.config import CONFIG_FILE as OUR_CONFIG_FILE
-    from albert_tf.finetune.directory import read_record
-
     finetuned_dir = Path(finetuned_dir)
     record = read_record(finetuned_dir)
     if record.from_hub:
@@ -215,9 +210,6 @@ def export_finetuned_hf(finetuned_dir: str | os.PathLike) -> tuple[Path, str, st
     Raises CheckpointError (not a fine-tuned model directory) and ExportError (see
     `check_finetuned_hf`) before anything is written.
     """
-    from albert_tf.export.writers import FINETUNED_WRITERS, write_one, writers_named
-    from albert_tf.finetune.predict import load_finetuned
-
     check_finetuned_hf(finetuned_dir)
     finetuned_dir = Path(finetuned_dir)
     source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))

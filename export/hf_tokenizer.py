@@ -55,6 +55,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from sentencepiece import sentencepiece_model_pb2
+
 from albert_tf.convert.hf import SP_MODEL_FILE
 from albert_tf.errors import InstallError
 from albert_tf.preprocess.normalize import code_points, re2_class_body
@@ -207,8 +209,6 @@ def tokenizer_json(
 ) -> dict[str, Any]:
     """The `tokenizer.json` (as a dict) of the pipeline in the module docstring; `sp_model` is
     a path or the loaded tokenizer."""
-    from sentencepiece import sentencepiece_model_pb2
-
     sp = as_tokenizer(sp_model, do_lower_case).sp_model
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(sp.serialized_model_proto())

@@ -16,8 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ConfigError
 from albert_tf.export.encoder import float32_copy
+from albert_tf.export.tflite import tflite_converters
 from albert_tf.runtimes.encoder import RuntimeEncoder, check_runtime, load_encoder
 
 
@@ -29,8 +31,6 @@ def runtime_encoder(
     does; the runners' own default, `albert_tf.runtimes.available_cores`). Both files take any
     sequence length up to `seq_length`, the model's (predict pads each batch to its longest
     text). Prints the export's duration on stderr."""
-    from albert_tf.encoder import AlbertEncoder
-
     check_runtime(runtime)
     if not isinstance(encoder, AlbertEncoder):
         raise ConfigError(
@@ -42,8 +42,6 @@ def runtime_encoder(
     with tempfile.TemporaryDirectory(prefix="albert-tf-runtime-") as tmp:
         path = Path(tmp) / f"encoder_int8.{runtime}"
         if runtime == "tflite":
-            from albert_tf.export.tflite import tflite_converters
-
             # Any length up to seq_length: predict pads each batch to its longest text.
             path.write_bytes(tflite_converters(encoder, None)["int8"].convert())
         else:

@@ -34,7 +34,18 @@ from albert_tf.convert.keras_hub import (
     weights_by_path,
 )
 from albert_tf.errors import ExportError
-from albert_tf.export.writers import ExportSource
+from albert_tf.export.keras_hub_tokenizer import DIFFERENCES, albert_sp_model_proto
+from albert_tf.export.tflite import probe_inputs
+from albert_tf.export.writers import (
+    CHECKPOINT_WRITERS,
+    FINETUNED_WRITERS,
+    ExportSource,
+    write_one,
+    writers_named,
+)
+from albert_tf.finetune.directory import read_record
+from albert_tf.finetune.features import INPUT_NAMES
+from albert_tf.finetune.predict import load_finetuned
 from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 
 SOP_NOTE = "the sentence-order head stays behind: keras-hub has no ALBERT SOP head"
@@ -98,8 +109,6 @@ def write_preset(
     backbone = models.AlbertBackbone(**backbone_config(config))
     tokenizer = preprocessor = ours_tokenizer = None
     if sp_model is not None:
-        from albert_tf.export.keras_hub_tokenizer import albert_sp_model_proto
-
         ours_tokenizer = as_tokenizer(sp_model, do_lower_case)
         tokenizer = models.AlbertTokenizer(
             proto=albert_sp_model_proto(ours_tokenizer.model_proto, do_lower_case)
@@ -151,8 +160,6 @@ def write_preset(
 
 
 def _differences() -> list[str]:
-    from albert_tf.export.keras_hub_tokenizer import DIFFERENCES
-
     return list(DIFFERENCES)
 
 
@@ -188,8 +195,6 @@ def check_keras_hub_finetuned(source: ExportSource) -> None:
     """The fine-tuned `keras_hub` writer's check, from finetune.json alone: a classify model
     fine-tuned from an albert-tf checkpoint (keras-hub has no other ALBERT task model, and a
     TF-Hub encoder has no config to rebuild), then the extra."""
-    from albert_tf.finetune.directory import read_record
-
     record = read_record(source.finetuned_dir)
     if record.settings.task != "classify":
         raise ExportError(
@@ -216,8 +221,6 @@ def write_checkpoint_preset(
 ) -> dict[str, Any]:
     """The preset of a `CheckpointDir` (`AlbertMaskedLM` when it has an MLM head, else the
     backbone) at the new `directory`, with report.json; returns the report."""
-    from albert_tf.export.writers import CHECKPOINT_WRITERS, write_one, writers_named
-
     tokenizer = None if sp_model is None else as_tokenizer(sp_model, do_lower_case)
     source = ExportSource(
         config=checkpoint.config,
@@ -233,8 +236,6 @@ def write_checkpoint_preset(
 def write_keras_hub(source: ExportSource, target: Path) -> dict[str, Any]:
     """The `keras_hub` writer (`albert_tf.export.writers`): the preset of `write_checkpoint_preset` into
     `target`; returns the report."""
-    from albert_tf.export.tflite import probe_inputs
-
     checkpoint = source.checkpoint
     config = checkpoint.config
     notes = check_travels(config)
@@ -285,9 +286,6 @@ def export_finetuned_keras_hub(finetuned_dir: str | os.PathLike) -> dict[str, An
     Raises ExportError (one line, nothing written) for other tasks, for models fine-tuned from
     a TF-Hub encoder (no config to rebuild), and for what `check_travels` refuses.
     """
-    from albert_tf.export.writers import FINETUNED_WRITERS, write_one, writers_named
-    from albert_tf.finetune.predict import load_finetuned
-
     finetuned_dir = Path(finetuned_dir)
     check_keras_hub_finetuned(ExportSource(finetuned_dir=finetuned_dir))
     source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
@@ -298,9 +296,6 @@ def export_finetuned_keras_hub(finetuned_dir: str | os.PathLike) -> dict[str, An
 def write_keras_hub_finetuned(source: ExportSource, target: Path) -> dict[str, Any]:
     """The fine-tuned `keras_hub` writer (`albert_tf.export.writers`): the preset of
     `export_finetuned_keras_hub` into `target`; returns the report."""
-    from albert_tf.export.tflite import probe_inputs
-    from albert_tf.finetune.features import INPUT_NAMES
-
     finetuned = source.finetuned
     settings = finetuned.settings
     model = finetuned.model

@@ -24,8 +24,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2
 
-from albert_tf.preprocess.normalize import code_points
+from albert_tf.convert.keras_hub import import_keras_hub
+from albert_tf.preprocess.normalize import code_points, preprocess_text
 from albert_tf.preprocess.tokenizer import is_digit_comma_piece
 
 NORMALIZER_NAME = "albert_tf_preprocess_text"
@@ -57,8 +60,6 @@ def model_normalizer(model_proto: bytes) -> Any:
     code point seems remapped ("a" -> "▁a") and the control character "\x00" becomes an empty
     key that the map compiler refuses.
     """
-    import sentencepiece as spm
-
     return spm.SentencePieceNormalizer(
         model_proto=model_proto,
         add_dummy_prefix=False,
@@ -94,9 +95,6 @@ def albert_normalizer_rules(model_proto: bytes, lower: bool) -> list[tuple[str, 
 def albert_sp_model_proto(model_proto: bytes, lower: bool) -> bytes:
     """The serialized SentencePiece model `model_proto` with the combined normalizer: pieces,
     scores and ids unchanged."""
-    import sentencepiece as spm
-    from sentencepiece import sentencepiece_model_pb2
-
     model = sentencepiece_model_pb2.ModelProto()
     model.ParseFromString(model_proto)
     compiled = sentencepiece_model_pb2.NormalizerSpec()
@@ -116,8 +114,6 @@ def differs_from_albert(sp: Any, text: str, lower: bool) -> bool:
     """Whether keras-hub's ids for `text` differ from ALBERT's for one of `DIFFERENCES`: the
     SentencePiece processor `sp` (of the original model) segments the normalized text into a
     digit-comma piece, or lowercasing meets a word-final capital sigma."""
-    from albert_tf.preprocess.normalize import preprocess_text
-
     normalized = preprocess_text(text, lower=lower)
     if any(is_digit_comma_piece(p) for p in sp.encode(normalized, out_type=str)):
         return True
@@ -130,8 +126,6 @@ def differs_from_albert(sp: Any, text: str, lower: bool) -> bool:
 def preset_tokenizer(preset_dir: str | os.PathLike) -> Callable[[str], list[int]]:
     """text -> ids of the keras-hub `AlbertTokenizer` loaded from `preset_dir` with
     `from_preset`, as a keras-hub user gets them (no [CLS]/[SEP])."""
-    from albert_tf.convert.keras_hub import import_keras_hub
-
     tokenizer = import_keras_hub().models.AlbertTokenizer.from_preset(str(preset_dir))
 
     def encode(text: str) -> list[int]:

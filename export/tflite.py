@@ -21,16 +21,23 @@ on probe sentences).
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
 
 from albert_tf.activations import gelu_as_one_op
+from albert_tf.config import SP_MODEL_FILE
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ExportError
 from albert_tf.export.encoder import ENCODER_INPUTS, float32_copy
+from albert_tf.export.writers import agreement_lines
+from albert_tf.finetune.directory import SERVING_DIR, read_record
+from albert_tf.finetune.features import pack
+from albert_tf.preprocess import corpus
 from albert_tf.runtimes import tflite_runner
 
 TFLITE_FILES = {"float32": "encoder_float32.tflite", "int8": "encoder_int8.tflite"}
@@ -143,8 +150,6 @@ def write_tflite(source: Any, target: Path) -> dict[str, Any]:
 def check_tflite_classifier(source: Any) -> None:
     """The fine-tuned `tflite` writer's check: ExportError unless the model is a classifier of
     one window per text whose encoder is an albert-tf one (not a TF-Hub SavedModel)."""
-    from albert_tf.finetune.directory import read_record
-
     record = read_record(source.finetuned_dir)
     task, windows = record.settings.task, record.settings.max_windows
     if task != "classify" or windows > 1:
@@ -163,13 +168,6 @@ def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
     """The fine-tuned `tflite` writer (`albert_tf.export.writers`): the files of the module docstring
     into `target`, checked against the model's `serving/` on probe sentences; returns the
     report."""
-    import shutil
-
-    import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
-
-    from albert_tf.config import SP_MODEL_FILE
-    from albert_tf.finetune.directory import SERVING_DIR
-
     finetuned = source.finetuned
     settings = finetuned.task.settings
     seq_length = settings.max_seq_length
@@ -207,9 +205,7 @@ def write_tflite_classifier(source: Any, target: Path) -> dict[str, Any]:
 def probe_sentences(num_segments: int) -> tuple[list[str], list[str] | None]:
     """16 English sentences (pydoc help topics) as texts, and 16 others as their pairs for a
     pair task (None for one segment)."""
-    from albert_tf.preprocess.corpus import probe_sentences
-
-    sentences = probe_sentences(32)
+    sentences = corpus.probe_sentences(32)
     return sentences[:16], (sentences[16:] if num_segments == 2 else None)
 
 
@@ -218,8 +214,6 @@ def classifier_inputs(
 ) -> dict[str, np.ndarray]:
     """The three int32 inputs of a classifier file for `texts` (and `pairs`), packed as
     fine-tuning packs them (`albert_tf.finetune.features.pack`)."""
-    from albert_tf.finetune.features import pack
-
     rows = [
         pack(tokenizer, tokenizer.encode(text), tokenizer.encode(pairs[i]) if pairs else None,
              seq_length)[:3]
@@ -243,6 +237,4 @@ def describe_tflite(path: Path, report: dict[str, Any]) -> list[str]:
 
 def describe_tflite_classifier(path: Path, report: dict[str, Any]) -> list[str]:
     """The fine-tuned `tflite` writer's lines for `albert-tf export`."""
-    from albert_tf.export.writers import agreement_lines
-
     return [f"wrote {path}", *agreement_lines(report)]

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from albert_tf.errors import ExportError
 from albert_tf.io_utils import atomic_dir
 
 REPORT_FILE = "report.json"
@@ -168,8 +169,6 @@ def flag_help(name: str) -> str:
 def asked_writers(writers: Iterable[Writer], formats: dict[str, bool], kind: str) -> list[Writer]:
     """The records of `writers` that `formats` (name -> asked) asks for, in order; ExportError
     naming what this kind of export writes for a format it has no writer for."""
-    from albert_tf.errors import ExportError
-
     writers = [w for w in writers if w.flag]
     known = {w.name for w in writers}
     unknown = [name for name, asked in formats.items() if asked and name not in known]

@@ -26,11 +26,14 @@ from typing import Any
 
 import numpy as np
 import onnx
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
 from onnx import TensorProto, helper
 
 from albert_tf.errors import ExportError
 from albert_tf.export.onnx import optimize
 from albert_tf.export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
+from albert_tf.export.onnx.squad import describe_onnx_squad, write_onnx_squad
 from albert_tf.export.onnx.text import (
     TEXT_INPUTS,
     guard_empty_batch,
@@ -39,8 +42,16 @@ from albert_tf.export.onnx.text import (
 )
 from albert_tf.export.onnx.windows import WINDOW_PRESENT, Windows, pool_windows
 from albert_tf.export.onnx.writer import run, save_models, session
-from albert_tf.export.writers import ExportSource
+from albert_tf.export.writers import (
+    FINETUNED_WRITERS,
+    ExportSource,
+    agreement_lines,
+    write_one,
+    writers_named,
+)
 from albert_tf.finetune.directory import SERVING_DIR
+from albert_tf.finetune.predict import load_finetuned
+from albert_tf.preprocess.corpus import probe_sentences, pydoc_topic_documents
 
 CLASSIFIER_FILES = {"float32": "classifier.onnx", "int8": "classifier_int8.onnx"}
 SERVING_OUTPUTS = ("label", "label_id", "probabilities", "logits")
@@ -154,8 +165,6 @@ def check_exportable(task: Any) -> None:
 def probe_texts(num_segments: int) -> dict[str, np.ndarray]:
     """English prose (pydoc help topics) as `text` (and `text_pair`): 16 sentences and 16
     whole topics of up to thousands of tokens, so that long texts fill every window."""
-    from albert_tf.preprocess.corpus import probe_sentences, pydoc_topic_documents
-
     sentences = probe_sentences(32)
     texts = sentences[:16] + [" ".join(doc) for _, doc in pydoc_topic_documents()][:16]
     inputs = {"text": np.array(texts, dtype=object)}
@@ -169,9 +178,6 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
 
     Raises CheckpointError (not a fine-tuned model directory), ExportError (not a classifier).
     """
-    from albert_tf.export.writers import FINETUNED_WRITERS, write_one, writers_named
-    from albert_tf.finetune.predict import load_finetuned
-
     finetuned_dir = Path(finetuned_dir)
     source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
     (writer,) = writers_named(FINETUNED_WRITERS, ["onnx"])
@@ -181,13 +187,8 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
 def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
     """The fine-tuned `onnx` writer (`albert_tf.export.writers`): the classifiers of the module docstring
     into `target`, checked against the model's serving/; returns the report."""
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
-
     finetuned = source.finetuned
     if finetuned.task.settings.task == "squad":
-        from albert_tf.export.onnx.squad import write_onnx_squad
-
         return write_onnx_squad(source, target)
     check_exportable(finetuned.task)
     settings = finetuned.task.settings
@@ -234,10 +235,6 @@ def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
 
 def describe_onnx_classifier(path: Path, report: dict[str, Any]) -> list[str]:
     """The fine-tuned `onnx` writer's lines for `albert-tf export`."""
-    from albert_tf.export.writers import agreement_lines
-
     if report.get("task") == "squad":
-        from albert_tf.export.onnx.squad import describe_onnx_squad
-
         return describe_onnx_squad(path, report)
     return [f"wrote {path}: fused {report['fused_ops']}", *agreement_lines(report)]

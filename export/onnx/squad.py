@@ -25,10 +25,17 @@ from typing import Any
 
 import numpy as np
 import onnx
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
 from onnx import TensorProto, helper
 
-from albert_tf.export.onnx.encoder import OPSET, GraphBuilder
+from albert_tf.errors import ExportError
+from albert_tf.export.onnx import optimize
+from albert_tf.export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
 from albert_tf.export.onnx.text import CONTRIB, guard_empty_batch, preprocess_graph, with_preprocess
+from albert_tf.export.onnx.writer import run, save_models, session
+from albert_tf.finetune.directory import SERVING_DIR
+from albert_tf.preprocess.corpus import pydoc_topic_documents
 
 SQUAD_INPUTS = ("question", "context")
 BEAM_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index")
@@ -436,8 +443,6 @@ def probe_questions(tokenizer: Any, vocab_size: int) -> dict[str, np.ndarray]:
     words of a sentence of its context, so that answers are found as well as refused. Pairs
     with a piece past the encoder's `vocab_size` are left out (a test model's small
     vocabulary)."""
-    from albert_tf.preprocess.corpus import pydoc_topic_documents
-
     questions, contexts = [], []
     for _, sentences in list(pydoc_topic_documents())[:16]:
         context = " ".join(sentences[:4])
@@ -457,15 +462,6 @@ def write_onnx_squad(source: Any, target: Any) -> dict[str, Any]:
     encoder) and `squad_int8.onnx` (ORT's fusions and dynamic int8 on the encoder) into
     `target`, checked against serving/ on `probe_questions`; returns the report. ExportError
     for BERT's head."""
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
-
-    from albert_tf.errors import ExportError
-    from albert_tf.export.onnx import optimize
-    from albert_tf.export.onnx.encoder import encoder_graph
-    from albert_tf.export.onnx.writer import run, save_models, session
-    from albert_tf.finetune.directory import SERVING_DIR
-
     finetuned = source.finetuned
     if not finetuned.task.albert_head:
         raise ExportError(

@@ -21,13 +21,17 @@ from typing import Any
 
 import numpy as np
 import onnx
+import tensorflow as tf
 
+from albert_tf.checkpoint import load_checkpoint_dir
+from albert_tf.config import SP_MODEL_FILE
 from albert_tf.export.encoder import ENCODER_INPUTS
 from albert_tf.export.onnx import optimize
 from albert_tf.export.onnx.encoder import encoder_graph
 from albert_tf.export.onnx.text import guard_empty_batch, preprocess_graph, with_preprocess
 from albert_tf.export.tflite import cosine_similarity, probe_inputs
-from albert_tf.export.writers import ExportSource
+from albert_tf.export.writers import CHECKPOINT_WRITERS, ExportSource, write_one, writers_named
+from albert_tf.preprocess.corpus import is_heldout, pydoc_topic_documents
 from albert_tf.preprocess.tokenizer import AlbertTokenizer, as_tokenizer
 from albert_tf.runtimes import onnx_session, session_runner
 
@@ -66,8 +70,6 @@ def text_batches(
     """`count` batches of encoder inputs int32 [batch, seq_length] packed from English prose:
     the help topics of `pydoc_data` (every Python has them), split by topic name into
     calibration (`heldout=False`) and unseen (`heldout=True`) text."""
-    from albert_tf.preprocess.corpus import is_heldout, pydoc_topic_documents
-
     tokenizer = as_tokenizer(sp_model)
     texts = [
         " ".join(sentences)
@@ -92,8 +94,6 @@ def text_batches(
 def _reference(saved_model_dir: str | os.PathLike | None, encoder: Any):
     """A function: encoder inputs -> pooled_output, sequence_output of the SavedModel (or the
     Keras encoder when there is none)."""
-    import tensorflow as tf
-
     model = tf.saved_model.load(str(saved_model_dir)) if saved_model_dir else encoder
 
     def call(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -133,8 +133,6 @@ def _accuracy(
 def _text_ids_equal(model: onnx.ModelProto, tokenizer: AlbertTokenizer, seq_length: int) -> bool:
     """Whether the raw-string model's ids equal the reference tokenizer's, packed, on the
     unseen probe text."""
-    from albert_tf.preprocess.corpus import is_heldout, pydoc_topic_documents
-
     texts = [" ".join(s) for name, s in pydoc_topic_documents() if is_heldout(name, 50) and s]
     texts = texts[:32]
     got = run(session(model), {"text": np.array(texts, dtype=object)})
@@ -165,10 +163,6 @@ def export_onnx(
     random ids. `sp_model` may be an `AlbertTokenizer` that has loaded it: it is loaded once.
     Raises CheckpointError, TokenizerError as `export_bundle` does.
     """
-    from albert_tf.checkpoint import load_checkpoint_dir
-    from albert_tf.config import SP_MODEL_FILE
-    from albert_tf.export.writers import CHECKPOINT_WRITERS, write_one, writers_named
-
     checkpoint = load_checkpoint_dir(checkpoint_dir)
     if sp_model is None and (Path(checkpoint_dir) / SP_MODEL_FILE).is_file():
         sp_model = Path(checkpoint_dir) / SP_MODEL_FILE

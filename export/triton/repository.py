@@ -10,11 +10,14 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from albert_tf.finetune.predict import load_examples, predict_examples
 from albert_tf.runtimes.triton import model as served
 from albert_tf.runtimes.triton.layout import (
     CONFIG_FILE,
@@ -41,10 +44,6 @@ def nul_substitute(tokenizer: Any) -> str:
 
 def _predict_probabilities(finetuned: Any, texts: dict[str, list[str]]) -> np.ndarray:
     """`predict`'s probabilities [n, k] of `texts`, read from a TSV file as `predict` reads one."""
-    import tempfile
-
-    from albert_tf.finetune.predict import load_examples, predict_examples
-
     names = list(texts)
     rows = zip(*(texts[n] for n in names), strict=True)
     with tempfile.TemporaryDirectory(prefix="albert-tf-triton-") as tmp:
@@ -73,8 +72,6 @@ def write_triton(source: Any, target: Path) -> dict[str, Any]:
     """The fine-tuned `triton` writer (`albert_tf.export.writers`): the repository that
     `albert_tf.runtimes.triton.layout` describes, into `target`; returns the report (agreement
     with `predict`)."""
-    import shutil
-
     import onnx
 
     from albert_tf.export.onnx import optimize
