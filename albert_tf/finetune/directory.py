@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from albert_tf.checkpoint import write_checkpoint
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE
 from albert_tf.errors import CheckpointError
 from albert_tf.finetune.settings import FinetuneSettings
@@ -181,8 +182,6 @@ def write_finetuned(
     if config is not None:
         config.to_json_file(directory / CONFIG_FILE)
     if checkpoint is not None:
-        from albert_tf.checkpoint import write_checkpoint
-
         write_checkpoint(directory, **checkpoint)
     shutil.copyfile(sp_model, directory / SP_MODEL_FILE)
     if hub_encoder is not None:

@@ -17,6 +17,7 @@ import tf_keras as keras
 from albert_tf.errors import ConfigError
 from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.tasks.base import Task
+from albert_tf.finetune.tasks.squad.heads import SquadV2Head
 
 CLASSIFIER_DROPOUT = 0.1  # the paper's Table 14: classifier dropout 0.1 on every task
 
@@ -104,8 +105,6 @@ def build_head(task: Task, initializer_range: float) -> keras.layers.Layer:
     """The head `task` needs: a `TaskHead`, or for SQuAD with ALBERT's head a
     `tasks.squad.heads.SquadV2Head`."""
     if task.name == "squad" and task.albert_head:
-        from albert_tf.finetune.tasks.squad.heads import SquadV2Head
-
         s = task.settings
         return SquadV2Head(s.start_n_top, s.end_n_top, initializer_range=initializer_range)
     return TaskHead(task.num_outputs(), task.reads, initializer_range=initializer_range)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (ops of the exported encoder)
 
 from albert_tf.checkpoint import check_checkpoint_files
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, AlbertConfig
@@ -41,7 +42,6 @@ def _build_model(path: Path, record: FinetuneRecord, task: Task) -> TaskModel:
     """The task model of a fine-tuned directory, built (variables created), not yet restored."""
     if record.from_hub:
         import tensorflow_hub as hub
-        import tensorflow_text  # noqa: F401  (ops of the exported encoder)
 
         encoder = hub.KerasLayer(str(path / HUB_ENCODER_DIR), trainable=True, name="encoder")
         initializer_range = 0.02

@@ -12,8 +12,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from albert_tf.config import CONFIG_FILE, SHIPPED_DIR, SP_MODEL_FILE, AlbertConfig, resolve_config
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers ops an encoder export may use)
+
+from albert_tf.checkpoint import checkpoint_children, load_checkpoint_dir
+from albert_tf.config import (
+    CONFIG_FILE,
+    PRESETS,
+    SHIPPED_DIR,
+    SP_MODEL_FILE,
+    AlbertConfig,
+    resolve_config,
+)
+from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import CheckpointError, ConfigError
+from albert_tf.pretrained import is_shipped, resolve
+from albert_tf.tf1 import load_tf1_checkpoint
 
 KINDS = ("checkpoint", "tf1", "hub", "random")
 
@@ -36,8 +50,6 @@ def _is_hub_dir(path: Path) -> bool:
 
 def _tf1_prefix(path: Path) -> str | None:
     """The TF1 checkpoint prefix at `path` (a prefix or a directory holding one), else None."""
-    import tensorflow as tf
-
     candidates = [str(path)]
     if path.is_dir():
         latest = tf.train.latest_checkpoint(str(path))
@@ -81,21 +93,15 @@ def load_source(
     if str(source) == "random":
         if config is None:
             raise ConfigError("--init random needs --config (a preset or albert_config.json)")
-        from albert_tf.encoder import AlbertEncoder
-        from albert_tf.pretrained import is_shipped
-
         resolved = resolve_config(config)
         if sp_path is None and is_shipped(config):  # the shipped vocabulary comes with the name
             sp_path = SHIPPED_DIR / str(config) / SP_MODEL_FILE
         return Source("random", AlbertEncoder(resolved), resolved, sp_path)
-    from albert_tf.pretrained import resolve
-
     path = Path(resolve(source))  # a shipped model's name: its checkpoint directory
     if not path.exists() and not Path(str(path) + ".index").exists():
         raise CheckpointError(f"--init {path} does not exist")
     if _is_hub_dir(path):
         import tensorflow_hub as hub
-        import tensorflow_text  # noqa: F401  (registers ops an encoder export may use)
 
         try:
             layer = hub.KerasLayer(str(path), trainable=True, name="encoder")
@@ -105,10 +111,6 @@ def load_source(
         hub_config = AlbertConfig.from_json_file(config_asset) if config_asset.is_file() else None
         return Source("hub", layer, hub_config, sp_path or hub_sp_model(path), hub_path=path)
     if path.is_dir() and (path / CONFIG_FILE).is_file():
-        import tensorflow as tf
-
-        from albert_tf.checkpoint import checkpoint_children, load_checkpoint_dir
-
         latest = tf.train.latest_checkpoint(str(path))
         if latest is not None and "encoder" in checkpoint_children(latest):
             loaded = load_checkpoint_dir(path)
@@ -123,13 +125,9 @@ def load_source(
     config_path = config or Path(prefix).parent / CONFIG_FILE
     if not Path(config_path).is_file() and str(config_path) not in _presets():
         raise ConfigError(f"TF1 checkpoint {prefix} needs --config (its albert_config.json)")
-    from albert_tf.tf1 import load_tf1_checkpoint
-
     resolved = resolve_config(config_path)
     return Source("tf1", load_tf1_checkpoint(prefix, resolved).encoder, resolved, sp_path)
 
 
 def _presets() -> tuple[str, ...]:
-    from albert_tf.config import PRESETS
-
     return tuple(PRESETS)

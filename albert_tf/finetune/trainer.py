@@ -31,6 +31,7 @@ from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.models import TaskModel, build_head, reinit_pooler
 from albert_tf.finetune.predict import FinetunedModel
 from albert_tf.finetune.seeds import finetune_restarts, finetune_seeds
+from albert_tf.finetune.serving import export_serving_model
 from albert_tf.finetune.settings import FinetuneSettings
 from albert_tf.finetune.sources import Source, load_source
 from albert_tf.finetune.tasks import Task, TaskData, get_task
@@ -336,8 +337,6 @@ def _write_directory(
     SavedModel."""
     serving = None
     if serving_model is not None:
-        from albert_tf.finetune.serving import export_serving_model
-
         serving = functools.partial(export_serving_model, serving_model, tokenizer)
     write_finetuned(
         tmp,

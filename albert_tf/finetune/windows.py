@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import tensorflow as tf
 
 from albert_tf.errors import ConfigError
 from albert_tf.finetune.data import TagExample, TextExample
@@ -191,8 +192,6 @@ def encode_tag_windows(
 def graph_window_plan(num_tokens, room, max_windows: int, stride: int | None, placement: str):
     """`window_starts` in the graph, per text: int64 [B] token counts and rooms in; first token
     of every window int64 [B, K] and whether the text has that window bool [B, K] out."""
-    import tensorflow as tf
-
     given = tf.constant(stride or 1, tf.int64)
     steps = tf.minimum(given, room) if stride else tf.maximum(room // 2, 1)  # [B]
     needed = 1 + (tf.maximum(num_tokens - room, 0) + steps - 1) // steps  # [B]
@@ -222,8 +221,6 @@ def graph_windows(
     """The features of `encode_windows` in the graph: token ids tf.RaggedTensor [B, (n)] of text
     A (None for single texts) and of the windowed text in; int32 [B, max_windows, S] each out.
     `pack_segments` packs a list of [M, (n)] segments into int32 [M, S] features."""
-    import tensorflow as tf
-
     text = tf.cast(text, tf.int64)
     batch = text.nrows()
     length, windows = max_seq_length, max_windows
@@ -257,8 +254,6 @@ def graph_windows(
 def window_outputs(encode: Callable[[dict], object], inputs: dict):
     """Runs `encode` (features [W, S] -> outputs [W, ...]) on the real windows of inputs
     [B, K, S] only; outputs [B, K, ...], zeros for the windows a text does not have."""
-    import tensorflow as tf
-
     shape = tf.shape(inputs["input_word_ids"])  # [B, K, S]
     flat = {k: tf.reshape(v, [-1, shape[2]]) for k, v in inputs.items()}  # [B * K, S]
     present = flat["input_mask"][:, 0] > 0  # [B * K]; [CLS] is in every real window
@@ -272,8 +267,6 @@ def window_outputs(encode: Callable[[dict], object], inputs: dict):
 
 def pool_windows(encode: Callable[[dict], object], inputs: dict, pooling: str):
     """`window_outputs` of outputs [W, D], pooled over each text's real windows: float [B, D]."""
-    import tensorflow as tf
-
     outputs = window_outputs(encode, inputs)  # [B, K, D]
     present = inputs["input_mask"][:, :, :1] > 0  # [B, K, 1]
     if pooling == "max":

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 
 from albert_tf.finetune import data, features, metrics, windows
 from albert_tf.finetune.metrics import softmax
@@ -132,8 +133,6 @@ class Classify(Task):
     def serving_function(self, module: Any) -> Any:
         """`text` [B] (+ `text_pair` [B] for pair tasks) -> `label` string [B], `label_id`
         int32 [B], `probabilities` float32 [B, L], `logits` [B, L]."""
-        import tensorflow as tf
-
         string = tf.TensorSpec([None], tf.string)
         if self.settings.has_pair:
             fn = tf.function(lambda text, text_pair: self.serve(module, text, text_pair))
@@ -163,8 +162,6 @@ class Classify(Task):
         return self.serving_outputs(module, module.call_model(inputs))
 
     def serving_outputs(self, module: Any, outputs: dict) -> dict:
-        import tensorflow as tf
-
         logits = outputs["logits"]
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 
 from albert_tf.errors import DataError
 from albert_tf.finetune import data, features, metrics
@@ -96,8 +97,6 @@ class MultipleChoice(Task):
         return [1, 1, self.settings.max_seq_length]
 
     def forward(self, encoder: Any, head: Any, inputs: dict, training: bool | None) -> dict:
-        import tensorflow as tf
-
         shape = tf.shape(inputs["input_word_ids"])  # [B, C, S]
         flat = {k: tf.reshape(v, [-1, shape[2]]) for k, v in inputs.items()}  # [B * C, S]
         logits = head(encoder(flat, training=training), training=training)  # [B * C, 1]
@@ -117,8 +116,6 @@ class MultipleChoice(Task):
     def serving_function(self, module: Any) -> Any:
         """`context` [B], `question` [B], `options` [B, C] -> `label` ("A", "B", ...) [B],
         `label_id` [B], `probabilities` [B, C]."""
-        import tensorflow as tf
-
         string = tf.TensorSpec([None], tf.string)
         fn = tf.function(
             lambda context, question, options: self.serve(module, context, question, options)
@@ -128,8 +125,6 @@ class MultipleChoice(Task):
         )
 
     def serve(self, module: Any, context: Any, question: Any, options: Any) -> dict:
-        import tensorflow as tf
-
         length = self.settings.max_seq_length
         shape = tf.shape(options)  # [B, C]
         questions = tf.reshape(tf.repeat(question[:, tf.newaxis], shape[1], axis=1), [-1])  # [B*C]

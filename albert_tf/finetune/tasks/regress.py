@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 
 from albert_tf.finetune import metrics
 from albert_tf.finetune.tasks.base import TaskData
@@ -34,8 +35,6 @@ class Regress(Classify):
         return {"predictions": logits[:, 0]}
 
     def loss(self, outputs: dict, labels: Any) -> Any:
-        import tensorflow as tf
-
         return tf.reduce_mean(tf.square(outputs["predictions"] - tf.cast(labels, tf.float32)))
 
     def decode(self, outputs: dict[str, np.ndarray], task_data: TaskData) -> list[dict]:

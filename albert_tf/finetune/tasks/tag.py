@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 
 from albert_tf.errors import DataError
 from albert_tf.finetune import data, features, metrics, windows
@@ -130,8 +131,6 @@ class Tag(Task):
 
     def loss(self, outputs: dict, labels: Any) -> Any:
         """Cross-entropy over the first pieces of words (label -100 elsewhere is ignored)."""
-        import tensorflow as tf
-
         labels = tf.cast(labels, tf.int32)
         weights = tf.cast(labels >= 0, tf.float32)
         losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
@@ -140,8 +139,6 @@ class Tag(Task):
         return tf.reduce_sum(losses * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
 
     def trim_batch(self, inputs: dict, targets: Any) -> tuple[dict, Any]:
-        import tensorflow as tf
-
         inputs, targets = super().trim_batch(inputs, targets)
         return inputs, targets[:, : tf.shape(inputs["input_mask"])[-1]]  # [B, L]
 
@@ -179,14 +176,10 @@ class Tag(Task):
     def serving_function(self, module: Any) -> Any:
         """`sentence` [B] (words separated by spaces) -> `tags` string [B, W] ("" past each
         sentence's words), `num_words` int32 [B]."""
-        import tensorflow as tf
-
         fn = tf.function(lambda sentence: self.serve(module, sentence))
         return fn.get_concrete_function(sentence=tf.TensorSpec([None], tf.string))
 
     def serve(self, module: Any, sentence: Any) -> dict:
-        import tensorflow as tf
-
         words = tf.strings.split(sentence)  # [B, (W)]
         pieces = module.tokenizer.tokenize(words.flat_values)  # [N, (P)]
         # A word that normalizes to nothing becomes one <unk> (as features.word_pieces).
@@ -205,8 +198,6 @@ class Tag(Task):
 
     def first_window_tags(self, module: Any, per_word: Any) -> Any:
         """string [B, (W)]: tags of the whole words that fit one window, the default after."""
-        import tensorflow as tf
-
         counts = per_word.row_lengths(axis=2)  # [B, (W)]
         kept = tf.cumsum(counts, axis=1) <= self.settings.max_seq_length - 2  # whole words that fit
         kept_words = tf.ragged.boolean_mask(per_word, kept)  # [B, (W'), (P)]
@@ -229,8 +220,6 @@ class Tag(Task):
     def window_tags(self, module: Any, per_word: Any) -> Any:
         """string [B, (W)]: each word's tag from the mean of its first piece's logits over the
         windows holding that piece (`encode_tag_windows`); the default tag where no window is."""
-        import tensorflow as tf
-
         s, length = self.settings, self.settings.max_seq_length
         tokens = per_word.merge_dims(1, 2)  # [B, (T)]
         inputs = windows.graph_windows(
