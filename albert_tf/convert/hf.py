@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors import SafetensorError
+from safetensors.numpy import load_file
 
 from albert_tf.checkpoint import CheckpointDir
 from albert_tf.config import AlbertConfig
@@ -172,9 +174,6 @@ def config_from_hf(values: dict) -> AlbertConfig:
 
 def read_hf_dir(path: str | os.PathLike) -> tuple[AlbertConfig, dict[str, np.ndarray]]:
     """The config and tensors (keys without `albert.`) of an HF ALBERT directory."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
-
     path = Path(path)
     if not (path / CONFIG_FILE).is_file():
         raise CheckpointError(f"{path} has no {CONFIG_FILE}")

@@ -30,10 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import CheckpointError, ConfigError, ExportError, InstallError
-from albert_tf.weights import whole_block_groups
+from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
+from albert_tf.finetune.models import TaskHead
+from albert_tf.finetune.settings import FinetuneSettings
+from albert_tf.io_utils import atomic_dir
+from albert_tf.weights import assign_checked, build_model, variables_by_name, whole_block_groups
 
 # keras-hub's preset files (keras_hub/src/utils/preset_utils.py).
 PRESET_CONFIG_FILE = "config.json"
@@ -349,8 +354,6 @@ def convert_keras_hub_preset(
     SentencePiece model is `sp_model`, else the one our export stored, else the preset's
     `vocabulary.spm`.
     """
-    from albert_tf.weights import assign_checked, build_model, variables_by_name
-
     preset = read_keras_hub_preset(path)
     sp_model = Path(sp_model) if sp_model is not None else preset.sp_model
     model = build_model(preset.config, with_mlm=preset.task == MASKED_LM, with_sop=False)
@@ -387,13 +390,6 @@ def _write_classifier(
     overwrite: bool,
 ) -> Path:
     """A fine-tuned classify model directory from a classifier preset (see the caller)."""
-    import tensorflow as tf
-
-    from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
-    from albert_tf.finetune.models import TaskHead
-    from albert_tf.finetune.settings import FinetuneSettings
-    from albert_tf.io_utils import atomic_dir
-
     if sp_model is None:
         raise CheckpointError(f"{path} has no tokenizer: give --sp-model")
     kernel = preset.arrays["task_head/dense/kernel"]

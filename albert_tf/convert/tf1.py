@@ -11,8 +11,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import tensorflow as tf
+
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import CheckpointError
+from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
+from albert_tf.finetune.features import INPUT_NAMES
+from albert_tf.finetune.models import TaskModel, build_head
+from albert_tf.finetune.serving import export_serving_model
+from albert_tf.finetune.settings import FinetuneSettings
+from albert_tf.finetune.tasks import get_task
+from albert_tf.io_utils import atomic_dir
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
 from albert_tf.tf1 import (
     IGNORED,
     PREFIXES,
@@ -22,6 +32,7 @@ from albert_tf.tf1 import (
     resolve_checkpoint_prefix,
     target_name,
 )
+from albert_tf.weights import assign_checked, build_model, variables_by_name
 
 __all__ = [
     "IGNORED",
@@ -65,13 +76,6 @@ RUN_SQUAD_V2_SETTINGS = {
 
 def _squad_model(tensors: dict, config: AlbertConfig, settings: Any, source: str) -> Any:
     """The task model of a run_squad_v2.py checkpoint's `tensors`, every variable filled."""
-    import tensorflow as tf
-
-    from albert_tf.finetune.features import INPUT_NAMES
-    from albert_tf.finetune.models import TaskModel, build_head
-    from albert_tf.finetune.tasks import get_task
-    from albert_tf.weights import assign_checked, build_model, variables_by_name
-
     head_values = {n: (n, tensors.pop(n)) for n in list(tensors) if n in SQUAD_V2_HEAD}
     unmapped = sorted(n for n in tensors if target_name(n) is None)
     if unmapped:
@@ -93,8 +97,6 @@ def _squad_model(tensors: dict, config: AlbertConfig, settings: Any, source: str
 def has_squad_v2_head(checkpoint: str | os.PathLike) -> bool:
     """Whether the TF1 checkpoint holds ALBERT's SQuAD 2.0 head (a run_squad_v2.py checkpoint).
     CheckpointError if there is no checkpoint at `checkpoint`."""
-    import tensorflow as tf
-
     names = {name for name, _ in tf.train.list_variables(resolve_checkpoint_prefix(checkpoint))}
     return bool(names & set(SQUAD_V2_HEAD))
 
@@ -118,12 +120,6 @@ def convert_tf1_squad(
     model picks one on the evaluated file, as run_squad_v2.py does. Raises CheckpointError for a
     variable unknown, missing or of the wrong shape.
     """
-    from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
-    from albert_tf.finetune.serving import export_serving_model
-    from albert_tf.finetune.settings import FinetuneSettings
-    from albert_tf.io_utils import atomic_dir
-    from albert_tf.preprocess.tokenizer import AlbertTokenizer
-
     source = str(checkpoint)
     run = FinetuneSettings(
         task="squad",

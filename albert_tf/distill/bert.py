@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+from safetensors import SafetensorError
+from safetensors.numpy import load_file
 
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import CheckpointError, ConfigError, DataError
@@ -168,9 +172,6 @@ def _json_or_empty(path: Path) -> dict:
 def bert_weights(files: BertFiles) -> dict[str, tuple[str, np.ndarray]]:
     """Our variable name -> (transformers key, array, transposed where needed) for every encoder
     weight; CheckpointError names a key that is neither an encoder weight nor ignored."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
-
     try:
         tensors = load_file(str(files.path / WEIGHTS_FILE))
     except (SafetensorError, OSError) as e:
@@ -191,8 +192,6 @@ def bert_weights(files: BertFiles) -> dict[str, tuple[str, np.ndarray]]:
 def wordpiece_ids(files: BertFiles, texts: list[str]) -> list[list[int]]:
     """WordPiece ids of each text with [CLS] first and [SEP] last, cut to `max_seq_length`
     (the cut drops word pieces before [SEP], as transformers' truncation does)."""
-    import tensorflow as tf
-
     tokenizer, cls, sep = _tokenizer(files)
     # transformers' text cleaning: control and format characters and U+FFFD dropped.
     strings = tf.strings.regex_replace(tf.constant(texts), r"[\t\n\r]", " ")
@@ -208,9 +207,6 @@ def _lower_and_strip_accents(strings):
     """BERT's uncased normalization as transformers does it: lower-case, NFD, drop nonspacing
     marks. (tensorflow_text's `lower_case=True` case-folds with NFKC instead, which maps
     compatibility characters such as "№" to "no" where the teacher saw [UNK].)"""
-    import tensorflow as tf
-    import tensorflow_text as tf_text
-
     lowered = tf.strings.lower(strings, encoding="utf-8")
     return tf.strings.regex_replace(tf_text.normalize_utf8(lowered, "NFD"), r"\p{Mn}", "")
 
@@ -222,9 +218,6 @@ def _tokenizer(files: BertFiles) -> tuple[object, int, int]:
     """(tensorflow_text BertTokenizer, [CLS] id, [SEP] id), made once per directory."""
     key = (str(files.path), files.lower_case)
     if key not in _TOKENIZERS:
-        import tensorflow as tf
-        import tensorflow_text as tf_text
-
         vocab_file = files.path / VOCAB_FILE
         index = {t: i for i, t in enumerate(vocab_file.read_text(encoding="utf-8").splitlines())}
         for token in ("[CLS]", "[SEP]", "[UNK]"):

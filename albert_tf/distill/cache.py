@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from albert_tf.distill.data import texts_digest
 from albert_tf.errors import OutputError
 from albert_tf.progress import bar as progress_bar
 
@@ -58,8 +59,6 @@ def fill_cache(
     `identity` (the teacher's kind and digest) with the texts' digest must equal what made the
     cache; OutputError (one line) when the directory holds another teacher's or corpus's outputs.
     """
-    from albert_tf.distill.data import texts_digest
-
     directory = Path(directory)
     record = {
         **identity,

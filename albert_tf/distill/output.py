@@ -19,12 +19,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import tensorflow as tf
 
 from albert_tf.checkpoint import write_checkpoint
 from albert_tf.config import CONFIG_FILE, SP_MODEL_FILE, SP_VOCAB_FILE
+from albert_tf.distill import losses
+from albert_tf.distill.cache import fill_cache
+from albert_tf.distill.data import pad_batch, read_unlabeled, token_ids
 from albert_tf.distill.settings import CACHE_DIR, HISTORY_FILE, RESULT_FILE, RUN_DIR
 from albert_tf.distill.student import Student
 from albert_tf.distill.teachers import SENTENCE
+from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
+from albert_tf.finetune.predict import load_finetuned, predict_file
+from albert_tf.finetune.serving import export_serving_model
 
 
 def _common_files(output: Path, student: Student) -> None:
@@ -44,12 +51,6 @@ def _copy_vocab(output: Path, student: Student) -> None:
 def _sentence_eval(settings, output: Path, student: Student, teacher) -> dict:
     """Mean cosine and embedding loss of the student's projection against the teacher on the
     --eval texts (teacher outputs cached beside the training ones)."""
-    import tensorflow as tf
-
-    from albert_tf.distill import losses
-    from albert_tf.distill.cache import fill_cache
-    from albert_tf.distill.data import pad_batch, read_unlabeled, token_ids
-
     texts = read_unlabeled([settings.eval_path], settings.text_column)
     cache = Path(settings.teacher_cache or output / CACHE_DIR)
     cache = cache.with_name(cache.name + "_eval")
@@ -74,8 +75,6 @@ def _sentence_eval(settings, output: Path, student: Student, teacher) -> dict:
 def _write_finetuned(settings, output: Path, student: Student, teacher) -> None:
     """The fine-tuned directory of a task-distilled student (see the module docstring): the
     teacher's settings with the student's sequence length and tokenizer's case."""
-    from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
-
     taught = teacher.finetuned.record.settings
     record = FinetuneRecord(
         settings=taught.replace(
@@ -99,17 +98,12 @@ def _write_finetuned(settings, output: Path, student: Student, teacher) -> None:
 def _serving_of_written(path: Path) -> None:
     """Writes `path` (serving/) from the directory just written, loaded back as `predict`
     loads it (in float32, whatever --dtype the student trained in)."""
-    from albert_tf.finetune.predict import load_finetuned
-    from albert_tf.finetune.serving import export_serving_model
-
     finetuned = load_finetuned(path.parent)
     export_serving_model(finetuned.model, finetuned.tokenizer, path)
 
 
 def _task_eval(settings, output: Path, teacher, log) -> dict:
     """The student's and the teacher's scores on the labeled --eval file."""
-    from albert_tf.finetune.predict import load_finetuned, predict_file
-
     if settings.eval_path is None:
         return {}
     finetuned = load_finetuned(output)

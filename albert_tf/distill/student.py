@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tensorflow as tf
 import tf_keras as keras
 
+from albert_tf.checkpoint import load_checkpoint_dir
 from albert_tf.config import (
     SHIPPED_DIR,
     SHIPPED_MODELS,
@@ -23,8 +25,14 @@ from albert_tf.config import (
     AlbertConfig,
     resolve_config,
 )
+from albert_tf.distill.teachers import TASK
 from albert_tf.errors import ConfigError
-from albert_tf.finetune.directory import METADATA_FILE
+from albert_tf.finetune.directory import METADATA_FILE, read_record
+from albert_tf.finetune.models import TaskHead
+from albert_tf.finetune.predict import load_finetuned
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
+from albert_tf.pretrained import resolve
+from albert_tf.weights import build_model
 
 
 @dataclass
@@ -61,9 +69,6 @@ def _sp_model(settings, teacher, found: Path | None) -> Path:
 
 def _check_follows(path: Path, teacher) -> None:
     """A fine-tuned student follows only a fine-tuned classifier teacher with its labels."""
-    from albert_tf.distill.teachers import TASK
-    from albert_tf.finetune.directory import read_record
-
     record = read_record(path)
     task, labels = record.settings.task, record.settings.labels
     labels = None if labels is None else list(labels)
@@ -95,34 +100,22 @@ def build_student(settings, teacher) -> Student:
     SentencePiece model, its vocabulary is smaller than the SentencePiece model's, or the MLM
     loss is asked of a student without an MLM head.
     """
-    from albert_tf.distill.teachers import TASK
-    from albert_tf.finetune.models import TaskHead
-    from albert_tf.preprocess.tokenizer import AlbertTokenizer
-
     found, kind, task_head = None, "checkpoint", None
     if settings.init == "random":
         if settings.config is None:
             raise ConfigError("--init random needs --config (a preset, shipped model or JSON)")
-        from albert_tf.weights import build_model
-
         model, kind = build_model(resolve_config(settings.config), True, True), "random"
     else:
-        from albert_tf.pretrained import resolve
-
         path = Path(resolve(settings.init))
         if not path.exists():
             raise ConfigError(f"--init {path} does not exist")
         if (path / METADATA_FILE).is_file():
             _check_follows(path, teacher)
-            from albert_tf.finetune.predict import load_finetuned
-
             finetuned = load_finetuned(path)
             model = _Loaded(finetuned.model.encoder.config, finetuned.model.encoder)
             task_head, kind = finetuned.model.task_head, "fine-tuned"
             found = Path(finetuned.tokenizer.sp_model_path)
         else:
-            from albert_tf.checkpoint import load_checkpoint_dir
-
             model = load_checkpoint_dir(path)
             found = model.sp_model_path
     sp_model = _sp_model(settings, teacher, found)
@@ -135,8 +128,6 @@ def build_student(settings, teacher) -> Student:
     if settings.mlm_weight > 0 and model.mlm_head is None:
         raise ConfigError(f"--init {settings.init} has no MLM head: pass --mlm-weight 0")
     if teacher.kind == TASK:
-        import tensorflow as tf
-
         head = task_head or TaskHead(
             teacher.width, initializer_range=model.config.initializer_range
         )

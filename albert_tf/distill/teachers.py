@@ -16,10 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 
 from albert_tf.distill import bert
+from albert_tf.distill.cache import teacher_digest
+from albert_tf.distill.data import encode_texts
+from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ConfigError, DataError
-from albert_tf.finetune.directory import METADATA_FILE
+from albert_tf.finetune.directory import METADATA_FILE, read_record
+from albert_tf.finetune.inference import batched_outputs
+from albert_tf.finetune.predict import load_finetuned
+from albert_tf.weights import assign_checked
 
 SENTENCE, TASK = "sentence-encoder", "fine-tuned"
 TEACHABLE_TASKS = ("classify",)
@@ -47,9 +54,6 @@ class SentenceTeacher:
     kind = SENTENCE
 
     def __init__(self, path: str | os.PathLike) -> None:
-        from albert_tf.encoder import AlbertEncoder
-        from albert_tf.weights import assign_checked
-
         self.files = bert.read_bert_dir(path)
         if not self.files.mean_pooling:
             raise ConfigError(f"--teacher {path}: only mean pooling is supported")
@@ -68,8 +72,6 @@ class SentenceTeacher:
 
     def identity(self) -> dict:
         """What decides this teacher's outputs (a teacher cache's key)."""
-        from albert_tf.distill.cache import teacher_digest
-
         return {
             "kind": self.kind,
             "teacher": teacher_digest(self.files.path),
@@ -77,8 +79,6 @@ class SentenceTeacher:
         }
 
     def _embed_padded(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        import tensorflow as tf
-
         if self._function is None:
 
             def embed(word_ids: tf.Tensor, input_mask: tf.Tensor) -> tf.Tensor:
@@ -127,9 +127,6 @@ class TaskTeacher:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> TaskTeacher:
-        from albert_tf.finetune.directory import read_record
-        from albert_tf.finetune.predict import load_finetuned
-
         record = read_record(path)
         task = record.settings.task
         if task not in TEACHABLE_TASKS:
@@ -153,8 +150,6 @@ class TaskTeacher:
 
     def identity(self) -> dict:
         """What decides this teacher's outputs (a teacher cache's key)."""
-        from albert_tf.distill.cache import teacher_digest
-
         return {
             "kind": self.kind,
             "teacher": teacher_digest(self.path),
@@ -163,9 +158,6 @@ class TaskTeacher:
 
     def logits(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """float32 [N, L]: the teacher's logits of each text (one window per text)."""
-        from albert_tf.distill.data import encode_texts
-        from albert_tf.finetune.inference import batched_outputs
-
         length = self.finetuned.record.settings.max_seq_length
         inputs = encode_texts(self.finetuned.tokenizer, texts, length)
         return batched_outputs(self.finetuned.model, inputs, batch_size)["logits"]
