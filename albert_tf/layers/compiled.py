@@ -28,6 +28,7 @@ import contextvars
 from collections.abc import Callable, Iterator
 
 import tensorflow as tf
+from tensorflow.python.saved_model import save_context
 
 from albert_tf.activations import GELU_TANH_COEFF, GELU_TANH_CUBIC, gelu_tanh_derivative
 
@@ -56,8 +57,6 @@ def compiled_training(enabled: bool = True) -> Iterator[None]:
 def active(hidden_size: int) -> bool:
     """Whether a training pass of a model `hidden_size` wide, traced now, should use the
     compiled kernels."""
-    from tensorflow.python.saved_model import save_context
-
     enabled = _ENABLED.get()
     if enabled is None:
         enabled = hidden_size >= MIN_HIDDEN_SIZE

@@ -25,6 +25,9 @@ import functools
 from collections.abc import Iterator
 
 import tensorflow as tf
+from tensorflow.python.framework import kernels, op_def_library
+from tensorflow.python.saved_model import save_context
+from tensorflow.python.util import _pywrap_util_port
 
 _REQUESTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "albert_tf_fused_cpu_inference", default=False
@@ -35,9 +38,6 @@ _REQUESTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
 def onednn_kernels_available() -> bool:
     """True if this process runs oneDNN's CPU kernels: TensorFlow built and enabled with oneDNN,
     `_MklLayerNorm` registered for the CPU, and no GPU that would otherwise take the ops."""
-    from tensorflow.python.framework import kernels
-    from tensorflow.python.util import _pywrap_util_port
-
     if not _pywrap_util_port.IsMklEnabled() or tf.config.list_physical_devices("GPU"):
         return False
     registered = kernels.get_registered_kernels_for_op("_MklLayerNorm").kernel
@@ -57,16 +57,12 @@ def fused_cpu_inference(enabled: bool = True) -> Iterator[bool]:
 
 def active() -> bool:
     """Whether the graph being traced now should use the fused kernels."""
-    from tensorflow.python.saved_model import save_context
-
     return _REQUESTED.get() and not tf.executing_eagerly() and not save_context.in_save_context()
 
 
 def layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) -> tf.Tensor:
     """LayerNorm over the last axis of a rank-2 or rank-3 `x` by `_MklLayerNorm`; `gamma` and
     `beta` are [width] in `x`'s dtype. Only inside a graph with `active()` true."""
-    from tensorflow.python.framework import op_def_library
-
     _, _, op, _ = op_def_library._apply_op_helper(
         "_MklLayerNorm", name="FusedLayerNorm", x=x, scale=gamma, offset=beta, epsilon=epsilon
     )

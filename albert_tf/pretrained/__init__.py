@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
+from safetensors.numpy import load_file, save
 
 from albert_tf.config import (
     CONFIG_FILE,
@@ -33,6 +35,7 @@ from albert_tf.config import (
     did_you_mean,
 )
 from albert_tf.errors import CheckpointError, OutputError
+from albert_tf.io_utils import atomic_dir
 
 WEIGHTS_FILE = "weights.safetensors"
 CARD_FILE = "MODEL_CARD.md"
@@ -64,8 +67,6 @@ def load_pretrained(name: str):
 def load_shipped_folder(folder: Path, name: str | None = None):
     """`load_pretrained` of a folder in the shipped layout (`write_shipped`'s output), named
     `name` (default: the folder's) in errors."""
-    from safetensors.numpy import load_file
-
     from albert_tf.weights import assign_checked, build_model, variables_by_name
 
     name = name or folder.name
@@ -126,11 +127,6 @@ def write_shipped(model, output: str | os.PathLike, *, overwrite: bool = False) 
     """Writes `model` (a CheckpointDir with both heads and a SentencePiece model) as a shipped
     model folder: config, SentencePiece files and float16 weights (atomic). Raises
     CheckpointError when a weight is not finite or does not fit in float16."""
-    import shutil
-
-    from safetensors.numpy import save
-
-    from albert_tf.io_utils import atomic_dir
     from albert_tf.weights import variables_by_name
 
     if model.mlm_head is None or model.sop_head is None or model.sp_model_path is None:

@@ -27,10 +27,17 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 
-from albert_tf.errors import AlbertError
-from albert_tf.pretraining.loop import SUM_KEYS
+from albert_tf.config import resolve_config
+from albert_tf.dtypes import keras_policy, resolve_dtype
+from albert_tf.errors import AlbertError, ConfigError
+from albert_tf.pretraining import data as data_lib
+from albert_tf.pretraining.loop import SUM_KEYS, TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
+from albert_tf.pretraining.settings import PretrainSettings
+from albert_tf.pretraining.strategy import device_type, make_strategy
+from albert_tf.pretraining.trainer import check_xla, distribute
 
 
 @dataclasses.dataclass
@@ -96,13 +103,8 @@ def run_check(settings: CheckSettings, echo: Callable[[str], None] = print) -> C
 
     Bad settings (unknown preset, sizes that do not divide) raise typed errors before any stage.
     """
-    from albert_tf.config import resolve_config
-    from albert_tf.pretraining.settings import PretrainSettings
-
     config = resolve_config(settings.config)
     if settings.seq_length > config.max_position_embeddings:
-        from albert_tf.errors import ConfigError
-
         raise ConfigError(
             f"--max-seq-length {settings.seq_length} exceeds the config's "
             f"{config.max_position_embeddings} position embeddings"
@@ -130,10 +132,6 @@ def run_check(settings: CheckSettings, echo: Callable[[str], None] = print) -> C
 
 def _run_stages(settings, as_pretrain, config, report, echo) -> None:
     """Every stage in order, each reported by `_stage` (the first failure stops the check)."""
-    from albert_tf.dtypes import keras_policy
-    from albert_tf.pretraining import data as data_lib
-    from albert_tf.pretraining.trainer import distribute
-
     strategy, steps, use_xla, dtype = _setup_stages(settings, as_pretrain, report, echo)
     with keras_policy(dtype):
         loop = _build_stage(settings, config, strategy, (steps, use_xla, dtype), report, echo)
@@ -152,10 +150,6 @@ def _run_stages(settings, as_pretrain, config, report, echo) -> None:
 
 def _setup_stages(settings, as_pretrain, report, echo) -> tuple[Any, int, bool, str]:
     """The strategy and dtype stages: (strategy, steps per loop, XLA on, dtype)."""
-    from albert_tf.dtypes import resolve_dtype
-    from albert_tf.pretraining.strategy import device_type, make_strategy
-    from albert_tf.pretraining.trainer import check_xla
-
     with _stage(report, "strategy", echo) as detail:
         strategy = make_strategy(settings.strategy, settings.tpu)
         device = device_type(strategy)
@@ -175,8 +169,6 @@ def _setup_stages(settings, as_pretrain, report, echo) -> tuple[Any, int, bool, 
 
 def _build_stage(settings, config, strategy, plan: tuple[int, bool, str], report, echo):
     """The build stage: the TrainLoop for `plan` (steps per loop, XLA on, dtype)."""
-    from albert_tf.pretraining.loop import TrainLoop
-
     steps, use_xla, dtype = plan
     with _stage(report, "build", echo) as detail:
         begin = time.monotonic()
@@ -263,8 +255,6 @@ def _round_trip_seconds(loop, iterator, steps: int, seconds_per_step: float) -> 
 
 def _checkpoint_round_trip(loop, iterator, directory: str) -> str:
     """Saves, trains one step (the weights must move), restores: every weight as saved."""
-    import tensorflow as tf
-
     manager = tf.train.CheckpointManager(loop.checkpoint, directory, max_to_keep=1)
     begin = time.monotonic()
     path = manager.save(checkpoint_number=int(loop.step.numpy()))

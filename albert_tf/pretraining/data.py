@@ -25,9 +25,11 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from albert_tf.checkpoint import tf_error_reason
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import DataError
 from albert_tf.io_utils import gfile_errors, join, parent
+from albert_tf.preprocess.pretraining_data.dynamic_masking import dynamically_masked
 from albert_tf.preprocess.pretraining_data.format import (
     METADATA_FILE,
     SENTENCE_TASKS,
@@ -80,8 +82,6 @@ def _first_example(path: str) -> tf.train.Example:
         for record in tf.data.TFRecordDataset(path).take(1):
             return tf.train.Example.FromString(record.numpy())
     except (tf.errors.OpError, ValueError) as e:
-        from albert_tf.checkpoint import tf_error_reason
-
         raise DataError(f"{path} is not a readable TFRecord file: {tf_error_reason(e)}") from None
     raise DataError(f"{path} holds no records")
 
@@ -89,8 +89,6 @@ def _first_example(path: str) -> tf.train.Example:
 def find_corrupt_shard(files: tuple[str, ...] | list[str]) -> tuple[str, str] | None:
     """(file, TF's reason) for the first of `files` holding a record whose length or checksum
     is wrong, or None. Reads every record: for naming the file after a read failed."""
-    from albert_tf.checkpoint import tf_error_reason
-
     for path in files:
         try:
             for _ in tf.data.TFRecordDataset(path).batch(1024):
@@ -240,8 +238,6 @@ def to_model_batch(parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
 
 def _masked_examples(records: tf.data.Dataset, spec: DataSpec, seed: int) -> tf.data.Dataset:
     """Unmasked records -> examples with the seven masked features (fresh masks per element)."""
-    from albert_tf.preprocess.pretraining_data.dynamic_masking import dynamically_masked
-
     parsed = records.map(lambda r: parse_unmasked(r, spec.max_seq_length))
     return dynamically_masked(parsed, seed=seed, **spec.dynamic_masking)
 

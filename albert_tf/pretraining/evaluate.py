@@ -23,6 +23,7 @@ from albert_tf.config import CONFIG_FILE
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError, DataError
 from albert_tf.io_utils import gfile_errors, is_file, join, parent, path_str
+from albert_tf.pretrained import resolve
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.loop import TrainLoop
 from albert_tf.pretraining.losses import metrics_from_sums
@@ -38,8 +39,6 @@ STEP_TENSOR = "step/.ATTRIBUTES/VARIABLE_VALUE"  # TrainLoop's step counter in a
 def resolve_checkpoint(path: str | os.PathLike) -> tuple[str, str]:
     """(checkpoint directory, checkpoint prefix) for a checkpoint directory (its latest
     checkpoint) or a checkpoint prefix (`dir/ckpt-4`) in one; CheckpointError if neither."""
-    from albert_tf.pretrained import resolve
-
     path = path_str(resolve(path))  # a shipped model's name: its checkpoint directory
     with gfile_errors(CheckpointError, f"cannot read checkpoint {path}"):
         if tf.io.gfile.isdir(path):

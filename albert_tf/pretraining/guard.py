@@ -35,6 +35,8 @@ import statistics
 from collections import deque
 from pathlib import Path
 
+import numpy as np
+
 from albert_tf.errors import AlbertError
 from albert_tf.io_utils import atomic_file
 
@@ -148,8 +150,6 @@ def commonest_share(batches) -> float:
     """The MLM accuracy of always answering the most frequent masked piece of `batches` (model
     batches with `masked_lm_ids` and `masked_lm_weights`), weighted as the MLM accuracy is; nan
     without masked positions."""
-    import numpy as np
-
     ids, weights = [np.zeros(0, np.int64)], [np.zeros(0)]
     for batch in batches:
         ids.append(np.asarray(batch["masked_lm_ids"], np.int64).ravel())

@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.layers.dropout import fold_seed, seeded_dropout
+from albert_tf.models import AlbertPretrainingModel
 from albert_tf.optimizer import build_optimizer
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.losses import pretraining_sums, replica_loss
@@ -72,8 +73,6 @@ class TrainLoop:
         seed: int = 0,
         sentence_task: str = "sop",
     ) -> None:
-        from albert_tf.models import AlbertPretrainingModel
-
         self.strategy = strategy
         self.dtype = dtype
         self.steps_per_loop = steps_per_loop

@@ -52,6 +52,7 @@ from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import CheckpointError, ConfigError, DataError
 from albert_tf.io_utils import gfile_errors, is_file, is_remote, join, path_str
 from albert_tf.preprocess.tokenizer import load_sp_model
+from albert_tf.pretrained import resolve
 from albert_tf.pretraining import data as data_lib
 from albert_tf.pretraining.guard import (
     GUARD_FILE,
@@ -259,8 +260,6 @@ def _init_checkpoint(
     directory or a shipped model's name), which lends its spm.model when none is given."""
     if not init:
         return None, sp_model
-    from albert_tf.pretrained import resolve
-
     init = path_str(resolve(init))  # a shipped model's name: its checkpoint directory
     prefix = check_init_checkpoint(init, config)
     if not sp_model:
