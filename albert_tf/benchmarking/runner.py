@@ -21,6 +21,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import version
 from typing import Any
 
 from albert_tf.benchmarking.cases import (
@@ -42,6 +43,7 @@ from albert_tf.benchmarking.cases import (
 )
 from albert_tf.benchmarking.machine import CPU_FLAGS, INT8_FLAGS, cpu_description
 from albert_tf.benchmarking.worker import run_marked
+from albert_tf.dtypes import cpu_supports_bfloat16
 from albert_tf.environment import ONEDNN_VARIABLE, given_environment, use_onednn_choice
 from albert_tf.errors import ConfigError
 from albert_tf.runtimes import available_cores
@@ -343,8 +345,6 @@ def _run_planned(
 
 
 def _meta(options: BenchmarkOptions, peers: tuple[str, ...]) -> dict[str, Any]:
-    from albert_tf.dtypes import cpu_supports_bfloat16
-
     versions = {}
     for name in (
         "tensorflow",
@@ -358,8 +358,6 @@ def _meta(options: BenchmarkOptions, peers: tuple[str, ...]) -> dict[str, Any]:
         "ai-edge-litert",
     ):
         try:
-            from importlib.metadata import version
-
             versions[name] = version(name)
         except Exception:
             continue

@@ -27,6 +27,7 @@ import numpy as np
 
 from albert_tf.benchmarking.cases import Shape, make_batch
 from albert_tf.config import AlbertConfig
+from albert_tf.runtimes import onnx_runner, onnx_session, session_runner, tflite_runner
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 # HF's input names for the same three tensors.
@@ -178,8 +179,6 @@ def _prepare_hf_onnx(config: AlbertConfig, seq_length: int, files: dict[str, Pat
 
 def _runner(system: str, path: Path, threads: int | None):
     """A function: our benchmark batch (numpy) -> {"pooled": [B, H] float32}."""
-    from albert_tf.runtimes import onnx_runner, onnx_session, session_runner, tflite_runner
-
     if system == "ours_tflite":
         run = tflite_runner(path, threads)
         return lambda batch: {"pooled": run(batch)["pooled_output"]}

@@ -11,9 +11,17 @@ from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
+import tf_keras as keras
 
 from albert_tf.benchmarking.cases import Shape, make_batch, matmul_dims
+from albert_tf.benchmarking.machine import onednn_enabled
 from albert_tf.config import AlbertConfig
+from albert_tf.convert.keras_hub import backbone_config
+from albert_tf.encoder import AlbertEncoder
+from albert_tf.layers.fused import fused_cpu_inference
+from albert_tf.models import AlbertPretrainingModel
+from albert_tf.optimizer import build_optimizer
+from albert_tf.pretraining.losses import pretraining_sums, replica_loss
 
 Step = Callable[[], object]
 ENCODER_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -36,8 +44,6 @@ def configure_threads(intra: int, inter: int) -> None:
 def onednn_in_use() -> bool:
     """Whether this process's TensorFlow runs its oneDNN kernels (TF_ENABLE_ONEDNN_OPTS and the
     CPU kind decide; TensorFlow leaves them off on CPUs without AVX-512 unless asked)."""
-    from albert_tf.benchmarking.machine import onednn_enabled
-
     return onednn_enabled()
 
 
@@ -47,8 +53,6 @@ def _tensors(config: AlbertConfig, shape: Shape, keys: tuple[str, ...]) -> dict[
 
 
 def _set_tf_keras_policy(dtype: str) -> None:
-    import tf_keras as keras
-
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if dtype == "bfloat16" else "float32")
 
 
@@ -75,11 +79,6 @@ def train_function(
     pretrain's optimizer instead (LAMB, weight decay, global-norm clipping). `forward(batch)`
     returns `(mlm_logits, sop_logits)`; `jit_compile` compiles the step with XLA (the GPU
     export, benchmarks/gpu/)."""
-    import tf_keras as keras
-
-    from albert_tf.optimizer import build_optimizer
-    from albert_tf.pretraining.losses import pretraining_sums, replica_loss
-
     if optimizer == "lamb":
         optimizer = build_optimizer(1e-4, train_steps=10_000, warmup_steps=0)
     else:
@@ -118,8 +117,6 @@ def _train_step(
 def ours_train_forward(config: AlbertConfig) -> tuple[Callable, list[tf.Variable]]:
     """`(forward, variables)` of our train case: `AlbertPretrainingModel` under the current dtype
     policy, `forward(batch) -> (mlm_logits, sop_logits)` in training mode."""
-    from albert_tf.models import AlbertPretrainingModel
-
     model = AlbertPretrainingModel(config)
 
     def forward(batch):
@@ -140,9 +137,6 @@ def build_ours(
         forward, variables = ours_train_forward(config)
         batch = _tensors(config, shape, TRAIN_KEYS)
         return _train_step(forward, variables, batch, optimizer), note
-    from albert_tf.encoder import AlbertEncoder
-    from albert_tf.layers.fused import fused_cpu_inference
-
     encoder = AlbertEncoder(config)
     step = _inference_step(encoder, _tensors(config, shape, ENCODER_KEYS))
     with fused_cpu_inference() as fused:
@@ -162,7 +156,6 @@ def _gelu_tanh(x: tf.Tensor) -> tf.Tensor:
 def build_tfm(config: AlbertConfig, dtype: str, case: str, shape: Shape) -> tuple[Step, str]:
     """`official.nlp.modeling.networks.AlbertEncoder`; training adds tfm's `MaskedLM` (tied to its
     embedding table) and a dense SOP layer on the pooled output."""
-    import tf_keras as keras
     from official.nlp.modeling import layers, networks
 
     _set_tf_keras_policy(dtype)
@@ -210,8 +203,6 @@ def build_tfm(config: AlbertConfig, dtype: str, case: str, shape: Shape) -> tupl
 def build_kerashub(config: AlbertConfig, dtype: str, case: str, shape: Shape) -> tuple[Step, str]:
     import keras
     import keras_hub
-
-    from albert_tf.convert.keras_hub import backbone_config
 
     keras.config.set_dtype_policy("mixed_bfloat16" if dtype == "bfloat16" else "float32")
     note = "Keras 3 mixed_bfloat16 policy, tf.function" if dtype == "bfloat16" else "tf.function"

@@ -25,6 +25,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from albert_tf.benchmarking import runtime_systems
 from albert_tf.benchmarking.cases import OUR_RUNTIMES, benchmark_config, case_shape
 
 RESULT_MARKER = "@@BENCHMARK_RESULT "
@@ -89,8 +90,6 @@ def build_step(job: dict[str, Any], spec: dict[str, Any]) -> tuple[Any, str]:
     system, dtype, case = job["system"], job["dtype"], job["case"]
     config, shape = benchmark_config(spec["tiny"]), case_shape(case, spec["tiny"])
     if system in RUNTIME_SYSTEMS:
-        from albert_tf.benchmarking import runtime_systems
-
         files = Path(spec["files"])
         return runtime_systems.build(system, config, dtype, shape, files, spec["intra_threads"])
     if system in TORCH_SYSTEMS:
@@ -135,8 +134,6 @@ def run_job(job: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
 
 def prepare(systems: list[str], spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Writes each runtime system's exported files; its info, or the error that stopped it."""
-    from albert_tf.benchmarking import runtime_systems
-
     config = benchmark_config(spec["tiny"])
     seq_length = case_shape("inference", spec["tiny"]).seq
     results = []

@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from albert_tf.quickstart.evaluation import RARE_RANK, frequency_order
+from albert_tf.config import SP_MODEL_FILE, resolve_config
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
+from albert_tf.pretrained import checkpoint_dir
+from albert_tf.quickstart.evaluation import RARE_RANK, frequency_order, load_model
 
 # Sentences of the corpus's domain (not taken from it), with the word the demo masks.
 BLANKS = (
@@ -203,11 +206,6 @@ def shipped_demos(name: str, seed: int, log: Callable[[str], None]) -> DemoFigur
     shape with random weights; the unigram baseline is its SentencePiece model's
     (sentencepiece_frequencies)."""
     import tensorflow as tf
-
-    from albert_tf.config import SP_MODEL_FILE, resolve_config
-    from albert_tf.preprocess.tokenizer import AlbertTokenizer
-    from albert_tf.pretrained import checkpoint_dir
-    from albert_tf.quickstart.evaluation import load_model
 
     directory = checkpoint_dir(name)
     config = resolve_config(name)

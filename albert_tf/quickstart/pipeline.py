@@ -29,17 +29,23 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from albert_tf.config import PRESETS
 from albert_tf.environment import check_tensorflow_hub
 from albert_tf.errors import ConfigError
+from albert_tf.export.bundle import export_bundle
 from albert_tf.io_utils import atomic_dir, atomic_file, check_can_create, check_output_path
+from albert_tf.preprocess.corpus import build_default_corpus
+from albert_tf.preprocess.pretraining_data import create_pretraining_data
+from albert_tf.preprocess.spm_train import train_sentencepiece
+from albert_tf.preprocess.tokenizer import AlbertTokenizer
+from albert_tf.pretraining.settings import PretrainSettings
+from albert_tf.quickstart import evaluation as qe
+from albert_tf.quickstart.curves import plot_curves
+from albert_tf.quickstart.demos import DemoFigures, run_demos, shipped_demos
+from albert_tf.quickstart.evaluation import HeldOut, Scores
 from albert_tf.quickstart.reload import finish_new_process, hub_pooled_output, start_new_process
 from albert_tf.quickstart.report import print_demo_margins, print_next_steps, print_scores
-
-if TYPE_CHECKING:  # the modules import TensorFlow: at run time, inside the steps that use them
-    from albert_tf.quickstart.demos import DemoFigures
-    from albert_tf.quickstart.evaluation import HeldOut, Scores
 
 DEFAULT_OUT = "albert_quickstart"
 DEFAULT_MINUTES = (
@@ -191,15 +197,10 @@ def _measure(
     steps.done(f"{heldout.masked} masked tokens in {heldout.size} held-out sentence pairs")
 
     steps.start("Demos: trained beside random init")
-    from albert_tf.preprocess.tokenizer import AlbertTokenizer
-    from albert_tf.quickstart.demos import run_demos
-
     tokenizer = AlbertTokenizer(target / sp_model.name)
     special = {k: tokenizer.convert_tokens_to_ids([t])[0] for k, t in _SPECIAL.items()}
     demos = run_demos(models, tokenizer, counts, special, log)
     print_demo_margins(demos, log)
-    from albert_tf.quickstart.curves import plot_curves
-
     curves = plot_curves(
         history.train_history,
         history.eval_history,
@@ -210,8 +211,6 @@ def _measure(
     steps.done(f"curves: {curves}")
 
     steps.start(f"The same demos with {SHIPPED_MODEL}, pretrained by albert-tf and shipped")
-    from albert_tf.quickstart.demos import shipped_demos
-
     shipped = shipped_demos(SHIPPED_MODEL, SEED, log)
     print_demo_margins(shipped, log)
     steps.done(f"{SHIPPED_MODEL}: see its model card (docs/models/albert_en_mini.md)")
@@ -224,8 +223,6 @@ def _build(work: Path, target: Path, minutes: float, steps: _Steps):
     the pretrained tiny model and its TF-Hub modules. Returns (sp_model, vocab_size, config,
     the pretraining result)."""
     steps.start("Building the corpus from the standard library's docstrings and pydoc topics")
-    from albert_tf.preprocess.corpus import build_default_corpus
-
     corpus = build_default_corpus(work / "corpus")
     steps.done(
         f"{corpus.train_documents} training documents ({corpus.train_bytes / 1e6:.1f} MB), "
@@ -233,8 +230,6 @@ def _build(work: Path, target: Path, minutes: float, steps: _Steps):
     )
 
     steps.start(f"Training a SentencePiece vocabulary of {VOCAB_SIZE} pieces")
-    from albert_tf.preprocess.spm_train import train_sentencepiece
-
     sp_model = Path(train_sentencepiece([str(corpus.train)], VOCAB_SIZE, str(work / "spm")))
     vocab_size = _vocab_size(sp_model)
     steps.done(f"{sp_model.name}: {vocab_size} pieces")
@@ -251,8 +246,6 @@ def _build(work: Path, target: Path, minutes: float, steps: _Steps):
     steps.done(f"{history.step} steps of batch {BATCH_SIZE}")
 
     steps.start("Exporting the TF-Hub encoder and preprocess modules")
-    from albert_tf.export.bundle import export_bundle
-
     export_bundle(str(work / "pretrain"), str(work / "hub"), sp_model=str(sp_model))
     steps.done(f"{target / 'hub'}: encoder/, preprocess/")
     return sp_model, vocab_size, config, history
@@ -262,8 +255,6 @@ def _held_out(target: Path, config, vocab_size: int, log: Callable[[str], None])
     """Step 6: the trained model, random weights and the unigram guess on the held-out data.
     Returns (training piece counts, the two models, their Scores, the held-out examples)."""
     import tensorflow as tf
-
-    from albert_tf.quickstart import evaluation as qe
 
     heldout = qe.read_examples(str(target / "heldout_data" / "*.tfrecord"), config)
     training = qe.read_examples(str(target / "data" / "*.tfrecord"), config)
@@ -293,15 +284,11 @@ def _demo_record(demos) -> dict[str, dict]:
 
 
 def _vocab_size(sp_model: Path) -> int:
-    from albert_tf.preprocess.tokenizer import AlbertTokenizer
-
     return AlbertTokenizer(sp_model).vocab_size
 
 
 def _pretraining_data(text: Path, sp_model: Path, output: Path, dupe_factor: int) -> int:
     """Masked MLM + SOP TFRecords of `text` in `output`; returns the number of instances."""
-    from albert_tf.preprocess.pretraining_data import create_pretraining_data
-
     stats = create_pretraining_data(
         [str(text)],
         str(sp_model),
@@ -322,8 +309,6 @@ def _pretrain(work: Path, sp_model: Path, vocab_size: int, minutes: float):
     The learning-rate schedule is laid out for the steps expected in that time on a 2-core CPU;
     the wall-time limit ends training wherever it is.
     """
-    from albert_tf.config import PRESETS
-    from albert_tf.pretraining.settings import PretrainSettings
     from albert_tf.pretraining.trainer import pretrain
 
     config = PRESETS["tiny"].replace(vocab_size=vocab_size)

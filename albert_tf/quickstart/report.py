@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import albert_tf
 from albert_tf.quickstart.evaluation import RARE_RANK
 
 NOTEBOOK = "01_sentiment_hub_keraslayer.ipynb"  # the one the quickstart's modules feed
@@ -93,8 +94,6 @@ def next_steps(result, cwd: Path | None = None) -> list[str]:
 def _repository(cwd: Path) -> Path | None:
     """The albert-tf clone this package was installed from (`pip install -e`), relative to
     `cwd` when inside it; None for an install without one."""
-    import albert_tf
-
     root = Path(albert_tf.__file__).resolve().parent.parent  # the folder that holds albert_tf/
     if not (root / "examples" / "sentiment").is_dir() or not (root / "colab").is_dir():
         return None
