@@ -19,6 +19,7 @@ logging.getLogger("apache_beam.io.filesystems").setLevel(logging.ERROR)
 import apache_beam as beam  # noqa: E402
 from apache_beam.io.filesystems import FileSystems  # noqa: E402
 from apache_beam.metrics import Metrics  # noqa: E402
+from apache_beam.metrics.metric import MetricsFilter  # noqa: E402
 from apache_beam.options.pipeline_options import (  # noqa: E402
     DirectOptions,
     PipelineOptions,
@@ -128,8 +129,6 @@ def run(root: beam.Pipeline) -> Any:
 def counter_values(result: Any) -> dict[str, int]:
     """The pipeline's counters in NAMESPACE, by name (committed values where the runner has
     them)."""
-    from apache_beam.metrics.metric import MetricsFilter
-
     found: dict[str, int] = {}
     for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
         value = counter.committed if counter.committed is not None else counter.attempted

@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
-from onnx import TensorProto, helper
+from onnx import TensorProto, compose, helper
 
 from albert_tf.errors import ExportError
 from albert_tf.export.onnx import optimize
@@ -118,8 +118,6 @@ def classifier_graphs(
     """The raw-string classifier around each of `encoders` (kind -> an encoder graph of
     `finetuned`'s encoder): strings -> the serving outputs, with `finetuned`'s tokenizer,
     sequence length, windows and head."""
-    from onnx import compose
-
     settings = finetuned.task.settings
     model = finetuned.model
     windows = Windows.of(settings)

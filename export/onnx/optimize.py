@@ -34,6 +34,13 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import onnx
 from onnx import numpy_helper
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    QuantFormat,
+    QuantType,
+    quantize_dynamic,
+    quantize_static,
+)
 
 FUSED_OPS = (
     "EmbedLayerNormalization",
@@ -188,8 +195,6 @@ def quantize_dynamic_int8(model: onnx.ModelProto) -> onnx.ModelProto:
     """Dynamic int8 quantization: int8 weights (per tensor: per channel gave no better pooled
     cosine on the fixtures), activations quantized at run time (MatMulInteger, QAttention,
     QEmbedLayerNormalization)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
     return _through_files(
         model,
         lambda source, target: quantize_dynamic(
@@ -211,12 +216,6 @@ def quantize_static_int8(
     ONNX's shape inference knows no com.microsoft operator, and the quantizer leaves every
     activation it cannot type in float (the weights alone would be quantized); ORT's symbolic
     shape inference, which knows the fused operators, types them first."""
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
     class Reader(CalibrationDataReader):

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
-from onnx import TensorProto, helper
+from onnx import TensorProto, compose, helper
 
 from albert_tf.errors import ExportError
 from albert_tf.export.onnx import optimize
@@ -405,8 +405,6 @@ def squad_graphs(
     finetuned: Any, encoders: dict[str, onnx.ModelProto]
 ) -> dict[str, onnx.ModelProto]:
     """The raw-string SQuAD model around each of `encoders` (kind -> encoder graph)."""
-    from onnx import compose
-
     settings = finetuned.task.settings
     preprocess = preprocess_graph(
         finetuned.tokenizer,

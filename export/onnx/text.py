@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, compose, helper, numpy_helper
 
 from albert_tf.export.encoder import ENCODER_INPUTS
 from albert_tf.export.onnx.encoder import OPSET, GraphBuilder
@@ -549,8 +549,6 @@ def _add_prefix(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
     """`onnx.compose.add_prefix` without renaming inputs and outputs, whose Loop bodies also
     find the outer graph's initializers under their new names: onnx renames a subgraph before
     it maps the outer graph's initializers, so their names are mapped first here."""
-    from onnx import compose
-
     renamed = onnx.ModelProto()
     renamed.CopyFrom(model)
     compose.add_prefix_graph(
@@ -575,8 +573,6 @@ def guard_empty_batch(model: onnx.ModelProto) -> onnx.ModelProto:
     (SIGFPE), so an empty request would kill a server. Every output dimension but the first is
     a fixed number or named as a dimension of an input (`sequence` of `input_word_ids`), where
     the empty output takes its size from."""
-    from onnx import compose, numpy_helper
-
     graph = model.graph
     named = {}  # a dimension's name -> (the input, its axis) where its size can be read
     for value in graph.input:
@@ -643,8 +639,6 @@ def _empty_like_inputs(
 ) -> list[onnx.NodeProto]:
     """Nodes making `name`, zeros of `dtype` shaped [0, *dims], where each of `dims` is a fixed
     number or a dimension of an input (`named`: its name -> (input, axis)), read at run time."""
-    from onnx import numpy_helper
-
     nodes, parts = [], [f"{name}/rows"]
     nodes.append(helper.make_node("Constant", [], parts[:1], value_ints=[0]))
     for i, dim in enumerate(dims):
@@ -668,8 +662,6 @@ def _empty_like_inputs(
 def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx.ModelProto:
     """`preprocess` feeding `model`'s encoder inputs: strings in, `model`'s outputs and
     `preprocess`'s (the three encoder inputs, the ALBERT ids; `window_present`) out."""
-    from onnx import compose
-
     outputs = [o.name for o in model.graph.output] + [o.name for o in preprocess.graph.output]
     merged = compose.merge_models(
         _add_prefix(preprocess, "preprocess/"),
