@@ -3,6 +3,8 @@
 One place decides what `--dtype auto` means, so pretraining, fine-tuning, prediction and the
 benchmarks agree. Variables always stay float32; "bfloat16" and "float16" mean Keras mixed
 precision (`mixed_bfloat16` / `mixed_float16`), and float16 training needs loss scaling.
+TensorFlow is imported inside the functions that use it: the command line's parsers take
+`DTYPES` from here.
 """
 
 from __future__ import annotations

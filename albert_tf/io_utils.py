@@ -1,7 +1,8 @@
 """Atomic outputs: write beside the target, rename into place only when complete.
 
 Local paths use the OS (pathlib, os.replace). URLs such as `gs://bucket/run` or `ram://x`
-(`is_remote`) are for tf.io.gfile; `join`, `parent` and `atomic_remote_file` handle them.
+(`is_remote`) are for tf.io.gfile; `join`, `parent` and `atomic_remote_file` handle them, and
+only they import TensorFlow: the command line imports this module before any command runs.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ A tqdm bar redraws itself with carriage returns. On a terminal that is a bar; wr
 file or a pipe (CI, `nohup`, `2> run.log`) every redraw stays, and an epoch becomes thousands of
 carriage returns on one line. So `bar` draws only when its stream (stderr) is a terminal or a
 Jupyter notebook's output (which draws tqdm's own widget), and not under `--quiet` (the CLI sets
-TQDM_DISABLE). Where no bar is drawn, a command says the same in a line per epoch (`finetune`)
-or per summary step (`pretrain`): `interactive()` tells it which.
+TQDM_DISABLE, which tqdm reads when imported: `bar` imports it). Where no bar is drawn, a
+command says the same in a line per epoch (`finetune`) or per summary step (`pretrain`):
+`interactive()` tells it which.
 """
 
 from __future__ import annotations

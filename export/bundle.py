@@ -2,7 +2,8 @@
 for; a fine-tuned model directory -> its formats beside it.
 
 The whole output directory is written under a temporary name beside it and renamed into place
-only when every part is complete, so a failure leaves nothing behind.
+only when every part is complete, so a failure leaves nothing behind. TensorFlow is imported
+by the functions that write: `albert-tf export`'s parser imports this module.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The restored weights are exported in float32 to an int8 file in a temporary dire
 Runtime: `albert_tf.export.onnx`'s graph with ORT's BERT fusions and dynamic int8 quantization;
 TFLite: `albert_tf.export.tflite`'s dynamic-range int8 file), which
 `albert_tf.runtimes.encoder.load_encoder` loads: the runtime encoder that the task's forward pass
-calls in place of the Keras one.
+calls in place of the Keras one. The ONNX path needs the `onnx` extra and imports it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ The preset is written by keras-hub itself (`save_to_preset` of an `AlbertBackbon
 `AlbertMaskedLM` or `AlbertTextClassifier` whose variables are set from ours through
 `albert_tf.convert.keras_hub`'s name table): its files are whatever keras-hub's loaders read,
 now and in later versions, with no second copy of Keras' weight-file layout here. Keras 3 runs in
-this process beside tf_keras, on its TensorFlow backend.
+this process beside tf_keras, on its TensorFlow backend: `albert_tf.convert.keras_hub`'s
+`import_keras_hub` chooses it and imports keras-hub (the `keras-hub` extra), and Keras is
+imported after that.
 
 Beside keras-hub's files the preset holds `assets/albert_tf/spm.model` (the SentencePiece model
 as trained; `convert --keras-hub-preset` reads it back) and `report.json`: what travelled, the

@@ -1,4 +1,8 @@
-"""What a benchmark ran on: the CPU model, the instruction sets that matter, and oneDNN."""
+"""What a benchmark ran on: the CPU model, the instruction sets that matter, and oneDNN.
+
+Only `onednn_enabled` imports TensorFlow, inside it (a TensorFlow process calls it): the
+benchmark's parent process and its other workers never load TensorFlow.
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 Each `build_*` returns `(step, note)`: `step()` runs one iteration to completion. Only called
 inside a worker process, after `configure_threads`, with the dtype policy set by the builder.
+tf-models-official, Keras 3 and keras-hub are imported by their own builders: a worker imports
+only the libraries of the system it times.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """torch systems: Hugging Face transformers ALBERT on CPU, and raw torch matmul.
 
 Each `build_*` returns `(step, note)` like `tf_systems`. Only called inside a worker process.
+transformers, and TensorFlow (through `albert_tf.convert.hf`), are imported by the functions of
+the HF systems only: a raw torch matmul worker loads neither.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ kernels in this process; None for ONNX Runtime and LiteRT, which do not use oneD
 
 With `prepare` (a list of runtime systems) instead of `jobs`, the worker writes those systems'
 exported files into `files` and reports each system's info or error.
+
+A worker imports `tf_systems` (TensorFlow) or `torch_systems` (torch) only for a job of that
+framework, so a job's process holds its own framework and no other.
 """
 
 from __future__ import annotations

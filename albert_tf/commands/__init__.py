@@ -1,4 +1,8 @@
-"""Subcommands of `albert-tf`; see `albert_tf.cli`."""
+"""Subcommands of `albert-tf`; see `albert_tf.cli`.
+
+Each imports TensorFlow, and what needs an extra, inside `run`: the parser (`albert-tf --help`,
+every argument check before a command starts) loads neither.
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ predicted for every --eval example, scored by the same metric; for `regress` the
 --train labels, whose correlation with anything is 0. A best epoch that does not beat it by
 more than the floor's standard error on --eval has learned nothing the label counts did not
 already say (on 361 examples, one example more than the majority is 0.003 above it, the standard
-error 0.026), and `summary_lines` says so in one line.
+error 0.026), and `summary_lines` says so in one line. scikit-learn, which takes seconds to
+import, is imported by `bag_of_words` only (classify with --eval).
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ Wherever a checkpoint directory is read, the name works too: `finetune --init al
 The first use writes the model once as a checkpoint directory under the cache
 (`$ALBERT_TF_CACHE`, else `$XDG_CACHE_HOME/albert-tf`, else `~/.cache/albert-tf`), in a folder
 named by the weights' digest; `--init random --config albert_en_mini` is the same shape and
-vocabulary with random weights (`resolve_config` knows the name).
+vocabulary with random weights (`resolve_config` knows the name). Only loading and writing the
+weights import TensorFlow (`albert_tf.weights`): resolving a name does not, and `albert-tf
+export`'s parser imports this module.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""`curves.png`: the quickstart's training loss and held-out masked-LM accuracy against steps."""
+"""`curves.png`: the quickstart's training loss and held-out masked-LM accuracy against steps.
+
+matplotlib (half a second to import) is imported when the curves are drawn.
+"""
 
 from __future__ import annotations
 

@@ -19,7 +19,9 @@ After the fusions, `split_for_cpu_kernels` rewrites two of them for ONNX Runtime
 Together: 1.23x the int8 encoder's throughput at batch 32 and 0.87x its batch-1 latency.
 
 `quantize_dynamic_int8` stores weights as int8 and quantizes activations per call;
-`quantize_static_int8` (QDQ) fixes activation scales from calibration batches.
+`quantize_static_int8` (QDQ) fixes activation scales from calibration batches. ORT's transformer
+optimizer and its symbolic shape inference (which imports sympy) take about a second each to
+import, so the one function that uses each imports it.
 """
 
 from __future__ import annotations

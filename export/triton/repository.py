@@ -4,7 +4,8 @@
 `write_triton` lays `DIR/triton/` out as `albert_tf.runtimes.triton.layout` says (the names,
 `config.pbtxt`): the int8 raw-string classifier, the Python-backend model file that runs it
 (`albert_tf.runtimes.triton.model`, copied as `model.py`), and the report of its agreement with
-`predict` on probe texts. `albert-tf serve DIR` serves what it writes.
+`predict` on probe texts. `albert-tf serve DIR` serves what it writes. The classifier is the
+`onnx` extra's, imported by the functions that make it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ model inputs (`encode`), runs its head on the encoder (`forward`), defines the t
 model outputs into one JSON-ready record per example (`decode`), scores records
 against the gold labels (`evaluate`) and builds its serving signature on raw strings
 (`serving_function`). The trainer, `albert-tf predict`, the serving export and the tests all go
-through these methods.
+through these methods. The methods import TensorFlow when called: `albert_tf.finetune.tasks`
+imports this module, and listing the tasks (the CLI's `--task` choices) loads no TensorFlow.
 """
 
 from __future__ import annotations

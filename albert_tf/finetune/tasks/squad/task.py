@@ -9,6 +9,9 @@ Two heads (`--squad-head`):
   the evaluation data;
 - `bert` (the default on v1.1 data): independent start and end logits from one dense layer,
   "no answer" when the [CLS] span's score beats the best span's by more than the threshold.
+
+The methods import TensorFlow (and `heads`) when called: `albert_tf.finetune.tasks.squad`
+imports this module, and importing the package loads no TensorFlow.
 """
 
 from __future__ import annotations
