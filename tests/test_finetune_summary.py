@@ -134,6 +134,22 @@ def test_the_c_grid_grows_past_an_edge_until_the_pick_is_inside_it():
     assert pick == 10.0
 
 
+def test_each_c_the_label_efficiency_table_shows_was_picked_inside_its_grid():
+    from experiments import label_efficiency
+
+    results = label_efficiency.RESULTS
+    rows = json.loads((results / "results.json").read_text())["rows"]
+    runs = [json.loads(path.read_text()) for path in (results / "runs").glob("*.json")]
+    picked = [row for row in rows if row["arm"] in label_efficiency.C_ARMS]
+    assert {row["arm"] for row in picked} == {"bow", "teacher"}
+    for row in picked:
+        tried = sorted(float(value) for value in row["dev_grid"])
+        assert tried[0] < row["learning_rate"] < tried[-1], row
+        mine = [r for r in runs if (r["arm"], r["labels"]) == (row["arm"], row["labels"])]
+        score = label_efficiency.recorded_dev_score(mine)
+        assert label_efficiency.dev_pick(row["arm"], score)[0] == row["learning_rate"]
+
+
 def test_labels_seen_once_or_twice_are_named():
     lines = summary.rare_label_warnings(["pos"] * 5 + ["neg"] * 4 + ["postive", "ne", "ne"], "t")
     assert [line.split("'")[1] for line in lines] == ["postive", "ne"]

@@ -78,10 +78,11 @@ def improves(value: float | None, best: float | None, first: bool = False) -> bo
 BAG_OF_WORDS = "a bag of words (TF-IDF of word 1-2 grams + logistic regression)"
 # A logistic regression's C, wherever one is picked (the bag of words here and in
 # experiments/label_efficiency.py, the teacher's probe there): the grid it starts from, and the
-# limits its growth stops at. Past 1e4 the fit is all but unregularized, below 1e-3 it predicts
-# little more than the label counts.
+# limits its growth stops at. At 1e-3 the bag of words of Rotten Tomatoes' 8,454 sentences
+# answers one label for every sentence; from 1e5 up its weights grow by under 1% per factor of
+# 10 (lbfgs meets its tolerance first), so a larger C fits nearly the same model.
 C_GRID = (0.1, 1.0, 10.0, 100.0)
-C_LIMITS = (1e-3, 1e4)
+C_LIMITS = (1e-3, 1e5)
 
 
 def pick_c(
