@@ -102,6 +102,54 @@ def test_the_bag_of_words_floor_is_tfidf_and_logistic_regression_fit_on_train():
     assert len(summary.summary_lines(best=0.81, bow=high, **common)) == 3  # beaten: no warning
 
 
+def _scored(peak: float, calls: list[float]):
+    """A score that rises towards log10(C) = `peak` and falls past it, recording each C asked."""
+
+    def score(c: float) -> float:
+        calls.append(c)
+        return -abs(math.log10(c) - peak)
+
+    return score
+
+
+def test_the_c_grid_grows_past_an_edge_until_the_pick_is_inside_it():
+    calls: list[float] = []
+    pick, scores = summary.pick_c(_scored(0.0, calls))  # peaks inside: the start grid only
+    assert pick == 1.0 and list(scores) == list(summary.C_GRID) == calls
+    calls.clear()
+    pick, scores = summary.pick_c(_scored(3.0, calls))  # still rising at 100
+    assert pick == 1000.0 and list(scores) == [0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0]
+    assert calls == list(scores)  # each C scored once
+    pick, scores = summary.pick_c(_scored(-2.0, []))  # rising towards the small end
+    assert pick == 0.01 and list(scores)[:2] == [0.001, 0.01]
+    # At a limit the growth stops and the limit is the pick, the edge of what was tried.
+    pick, scores = summary.pick_c(_scored(9.0, []))
+    assert pick == summary.C_LIMITS[1] == max(scores)
+    pick, scores = summary.pick_c(_scored(-9.0, []))
+    assert pick == summary.C_LIMITS[0] == min(scores)
+    # Equal scores go to the smaller C, so a plateau grows downwards to the limit, never up.
+    pick, scores = summary.pick_c(lambda c: 0.5)
+    assert pick == summary.C_LIMITS[0] and max(scores) == max(summary.C_GRID)
+    pick, _ = summary.pick_c(lambda c: min(c, 10.0))  # level from 10 up: 10, inside
+    assert pick == 10.0
+
+
+def test_each_c_the_label_efficiency_table_shows_was_picked_inside_its_grid():
+    from experiments import label_efficiency
+
+    results = label_efficiency.RESULTS
+    rows = json.loads((results / "results.json").read_text())["rows"]
+    runs = [json.loads(path.read_text()) for path in (results / "runs").glob("*.json")]
+    picked = [row for row in rows if row["arm"] in label_efficiency.C_ARMS]
+    assert {row["arm"] for row in picked} == {"bow", "teacher"}
+    for row in picked:
+        tried = sorted(float(value) for value in row["dev_grid"])
+        assert tried[0] < row["learning_rate"] < tried[-1], row
+        mine = [r for r in runs if (r["arm"], r["labels"]) == (row["arm"], row["labels"])]
+        score = label_efficiency.recorded_dev_score(mine)
+        assert label_efficiency.dev_pick(row["arm"], score)[0] == row["learning_rate"]
+
+
 def test_labels_seen_once_or_twice_are_named():
     lines = summary.rare_label_warnings(["pos"] * 5 + ["neg"] * 4 + ["postive", "ne", "ne"], "t")
     assert [line.split("'")[1] for line in lines] == ["postive", "ne"]
