@@ -220,6 +220,41 @@ def test_malformed_requests_get_400_before_the_model_runs(server, body):
     assert server.model_runs() == runs
 
 
+def test_every_error_is_json_in_kserve_v2s_shape(server):
+    """aiohttp's own 404 (an unknown model) and 405 (GET on infer) too, not plain text."""
+    cases = [
+        ("/v2/models/other/infer", _infer_body(["a"]), 404),
+        ("/v2/models/other", None, 404),
+        ("/v2/models/classifier/infer", None, 405),
+    ]
+    for path, body, want in cases:
+        request = urllib.request.Request(server.url + path, data=body)
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=10)
+        error = caught.value
+        assert error.code == want
+        assert error.headers.get_content_type() == "application/json"
+        assert set(json.loads(error.read())) == {"error"}
+    assert error.headers["Allow"] == "POST"
+
+
+def test_a_fault_of_the_front_is_answered_in_json():
+    """A fault inside a route (here metadata read before the model is known) is a 500 in
+    KServe v2's shape, not aiohttp's plain text."""
+    import asyncio
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from albert_tf.runtimes.triton.front import Front, ServeOptions
+
+    async def ask() -> tuple[int, str, dict]:
+        async with TestClient(TestServer(Front(ServeOptions()).app())) as client:
+            response = await client.get("/v2/models/classifier")
+            return response.status, response.content_type, await response.json()
+
+    assert asyncio.run(ask()) == (500, "application/json", {"error": "internal error: KeyError"})
+
+
 def test_an_empty_batch_gets_empty_outputs(server):
     runs = server.model_runs()
     status, answer = server.infer(_infer_body([]))

@@ -116,7 +116,25 @@ def parse_request(body: bytes, names: list[str], options: ServeOptions) -> tuple
 
 
 def _error(status: int, message: str, **headers: str) -> web.Response:
+    """An error in KServe v2's shape: `{"error": message}`."""
     return web.json_response({"error": message}, status=status, headers=headers or None)
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    """aiohttp's own errors (an unknown path or model 404, a wrong method 405 with its
+    `Allow`) and a fault of the front's (500, logged as aiohttp logs one) in KServe v2's shape,
+    as the front's other errors are."""
+    try:
+        return await handler(request)
+    except web.HTTPException as error:
+        if error.status < 400:
+            raise
+        kept = {name: error.headers[name] for name in ("Allow",) if name in error.headers}
+        return _error(error.status, f"{error.reason}: {request.method} {request.path}", **kept)
+    except Exception as error:  # noqa: BLE001 (any fault is answered, and logged)
+        request.app.logger.exception("Error handling request %s %s", request.method, request.path)
+        return _error(500, f"internal error: {type(error).__name__}")
 
 
 class Front:
@@ -140,7 +158,9 @@ class Front:
         self.session: ClientSession | None = None
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=self.options.max_body_bytes)
+        app = web.Application(
+            client_max_size=self.options.max_body_bytes, middlewares=[_json_errors]
+        )
         name = self.options.model_name
         app.add_routes(
             [
