@@ -148,6 +148,20 @@ def server(finetuned):
     assert running.stop() == 0
 
 
+# int8 activations are quantized per call, on a scale set by the batch's largest value, so a
+# text's probabilities move by a different amount in each batch it comes in: over 300 batches
+# of 1 to 8 of the probe texts and TEXTS, up to 2.9x the export's record (one batch of its 35
+# probe texts).
+BATCH_FACTOR = 4
+
+
+def _served_tolerance(finetuned_dir: Path) -> float:
+    """How far served probabilities may be from `predict`'s: what the export measured of the
+    same file against `predict` (its report), times BATCH_FACTOR."""
+    report = json.loads((finetuned_dir / "triton" / "report.json").read_text())
+    return BATCH_FACTOR * report["against_predict"]["probabilities_max_abs_diff"]
+
+
 def _predict(finetuned_dir: Path, texts: list[str]) -> np.ndarray:
     """`predict`'s probabilities of `texts` (albert_tf.export.triton.repository reads them so)."""
     from albert_tf.export.triton.repository import _predict_probabilities
@@ -168,7 +182,8 @@ def test_the_repository_holds_the_model_its_config_and_its_agreement(finetuned):
     report = json.loads((repository / "report.json").read_text())
     assert report["labels"] == ["neg", "pos"] and report["inputs"] == ["text"]
     assert report["against_predict"]["labels_equal"] is True
-    assert report["against_predict"]["probabilities_max_abs_diff"] < 2e-2
+    # int8 moves a real model's probabilities by up to about 1e-2, this tiny one's by about 5e-5
+    assert report["against_predict"]["probabilities_max_abs_diff"] < 1e-3
     assert report["nul_substitute"] == "fdd0"
 
 
@@ -183,7 +198,7 @@ def test_infer_equals_predict_in_both_shapes(server, finetuned):
         assert outputs["label"]["data"] == [labels[i] for i in want.argmax(axis=1)]
         assert outputs["probabilities"]["shape"] == [len(TEXTS), 2]
         got = np.array(outputs["probabilities"]["data"]).reshape(-1, 2)
-        np.testing.assert_allclose(got, want, atol=2e-2)  # int8 against float32
+        np.testing.assert_allclose(got, want, rtol=0, atol=_served_tolerance(finetuned))
     assert server.infer(_infer_body(["", " "]))[0] == 200  # predict skips such rows
     assert server.get("/v2/health/ready") == (200, {"ready": True})
     assert server.get("/v2/models/classifier")[1]["labels"] == labels
@@ -271,7 +286,8 @@ def test_text_faults_get_predicts_answer(server, finetuned, tmp_path):
     status, answer = server.infer(_infer_body(["a\x00b", "the \x00 film"]))
     assert status == 200, answer
     got = np.array(answer["outputs"][1]["data"]).reshape(-1, 2)
-    np.testing.assert_allclose(got, _predict(finetuned, ["a\x00b", "the \x00 film"]), atol=2e-2)
+    want = _predict(finetuned, ["a\x00b", "the \x00 film"])
+    np.testing.assert_allclose(got, want, rtol=0, atol=_served_tolerance(finetuned))
     invalid = _infer_body(["a?b"]).replace(b"a?b", b"a\xffb")
     surrogate = _infer_body(["a\ud800b"])  # json.dumps escapes it as \ud800
     for body in (invalid, surrogate):
