@@ -99,17 +99,17 @@ class PrivateRepository:
                 shutil.copytree(path, version / path.name)
             else:
                 shutil.copyfile(path, version / path.name)
-        (self.model_dir / CONFIG_FILE).write_text(
-            config_pbtxt(
-                self.options.model_name,
-                meta["inputs"],
-                len(meta["labels"]),
-                self.options.config,
-                chr(int(meta["nul_substitute"], 16)) if meta.get("nul_substitute") else "",
-            )
-            + f'parameters {{ key: "{TOKEN_PARAMETER}" value: {{ string_value: "{self.token}" }} }}\n',
-            encoding="utf-8",
+        config = config_pbtxt(
+            self.options.model_name,
+            meta["inputs"],
+            len(meta["labels"]),
+            self.options.config,
+            chr(int(meta["nul_substitute"], 16)) if meta.get("nul_substitute") else "",
         )
+        token = (
+            f'parameters {{ key: "{TOKEN_PARAMETER}" value: {{ string_value: "{self.token}" }} }}'
+        )
+        (self.model_dir / CONFIG_FILE).write_text(config + token + "\n", encoding="utf-8")
         self.version += 1
         self.meta = meta
         return self.version
@@ -244,8 +244,8 @@ async def _wait_loaded(front: Front, process: Any, token: str, log: Path, timeou
     deadline = time.monotonic() + timeout
     while not await _serves_our_model(front, token):
         if process.poll() is not None:
-            lines = _log_lines(log)
-            error = PortTaken if any("already in use" in line for line in lines) else ExportError
+            taken = any("already in use" in line for line in _log_lines(log))
+            error = PortTaken if taken else ExportError
             raise error(f"tritonserver exited ({process.returncode}): {_tail(log)}")
         if time.monotonic() > deadline:
             raise ExportError(
