@@ -12,13 +12,16 @@ root from a clone's files: `albert_tf.export` and `albert_tf.preprocess` import 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
+import sys
 import venv
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.conftest import REPO
 from tests.test_import_root import _checkout, _env
@@ -40,6 +43,61 @@ def test_no_extra_narrows_a_core_requirement():
         if requirement.name in core and requirement.specifier != core[requirement.name].specifier
     ]
     assert narrowed == [], "pin these in `dependencies` instead, for every install"
+
+
+def _extra(project: dict, name: str) -> set[str]:
+    """The distributions (canonical names) that extra `name` brings, its `albert-tf[...]`
+    requirements followed."""
+    brought = set()
+    for requirement in map(Requirement, project["optional-dependencies"][name]):
+        if canonicalize_name(requirement.name) == canonicalize_name(project["name"]):
+            for extra in requirement.extras:
+                brought |= _extra(project, extra)
+        else:
+            brought.add(canonicalize_name(requirement.name))
+    return brought
+
+
+def _imported(paths: list) -> set[str]:
+    """The top-level names that the Python files under `paths` import, beside the standard
+    library's and albert_tf's."""
+    names = set()
+    for path in paths:
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names) - {"albert_tf"}
+
+
+def test_the_serve_extra_brings_what_export_triton_and_serve_import():
+    """`pip install -e ".[serve]"` alone, then the serving page's commands in order: the export
+    once stopped there with "ONNX export needs the onnx extra" (issue 63, item 6). Each package
+    the ONNX and Triton writers and the server import comes with the core or the extra."""
+    from importlib.metadata import packages_distributions
+
+    project = _project()
+    installed = {canonicalize_name(Requirement(r).name) for r in project["dependencies"]}
+    installed |= _extra(project, "serve")
+    assert _extra(project, "onnx") <= installed
+    runtimes = REPO / "albert_tf" / "runtimes"
+    code = [REPO / "export" / "onnx", REPO / "export" / "triton", runtimes / "triton"]
+    code += [
+        runtimes / "ort.py",
+        runtimes / "cores.py",
+        REPO / "albert_tf" / "commands" / "serve.py",
+    ]
+    # Triton's Python backend gives its model file this module, in Triton's own environment.
+    imported = _imported(code) - {"triton_python_backend_utils"}
+    distributions = packages_distributions()
+    missing = [
+        name
+        for name in sorted(imported)
+        if not {canonicalize_name(d) for d in distributions.get(name, [name])} & installed
+    ]
+    assert missing == []
 
 
 # Run in the install's own environment, from an empty folder: where each name comes from.

@@ -22,10 +22,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--host", default="127.0.0.1", help="address of the HTTP, gRPC, metrics")
     where.add_argument("--port", type=int, default=8000, help="KServe v2 HTTP port")
     where.add_argument("--model-name", default="classifier", help="the model's name in URLs")
-    where.add_argument("--grpc-port", type=int, default=8001, help="Triton's own gRPC port")
-    where.add_argument("--metrics-port", type=int, default=8002, help="Triton's metrics port")
     where.add_argument(
-        "--triton-port", type=int, default=8003, help="Triton's HTTP port, on 127.0.0.1 only"
+        "--grpc-port", type=int, help="Triton's own gRPC port (default: a free one, printed)"
+    )
+    where.add_argument(
+        "--metrics-port", type=int, help="Triton's metrics port (default: a free one, printed)"
+    )
+    where.add_argument(
+        "--triton-port",
+        type=int,
+        help="Triton's HTTP port, on 127.0.0.1 only (default: a free one, printed)",
     )
     limits = parser.add_argument_group("limits (a request over one gets 413, before the model)")
     limits.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body size")
@@ -100,6 +106,7 @@ def options_of(args: argparse.Namespace) -> object:
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive")
     ports = [args.port, args.grpc_port, args.metrics_port, args.triton_port]
+    ports = [port for port in ports if port is not None]
     if len(set(ports)) < len(ports):
         raise ConfigError("--port, --grpc-port, --metrics-port and --triton-port must differ")
     threads = args.threads or max(1, available_cores() // args.instances)
