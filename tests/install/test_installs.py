@@ -21,7 +21,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from tests.conftest import REPO
-from tests.test_import_root import _checkout, _env
+from tests.install.test_import_root import _checkout, _env
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
