@@ -3,7 +3,6 @@ script itself runs where jax is installed; see benchmarks/README.md)."""
 
 import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +10,9 @@ import tensorflow as tf
 
 from albert_tf.benchmarking.cases import benchmark_config, case_shape, make_batch
 from albert_tf.benchmarking.tf_systems import TRAIN_KEYS, ours_train_forward, train_function
+from tests.conftest import REPO
 
-GPU_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu"
+GPU_DIR = REPO / "benchmarks" / "gpu"
 
 
 def _load(name: str):

@@ -25,8 +25,8 @@ from albert_tf.pretraining.preemption import lost_worker
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 from tests import helpers
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = helpers.tiny_pretraining_config(vocab_size=100)
 
 

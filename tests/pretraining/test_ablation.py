@@ -7,13 +7,11 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from experiments import ablation, ablation_report
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO
 
 
 def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -22,7 +20,7 @@ def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=timeout,
-        cwd=ROOT,
+        cwd=REPO,
     )
 
 

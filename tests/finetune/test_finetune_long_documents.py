@@ -14,8 +14,8 @@ from albert_tf.finetune import windows
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.settings import DEFAULT_WINDOW_PLACEMENT
 from albert_tf.finetune.tasks import get_task
+from tests.finetune.test_finetune_windows import FILLER
 from tests.helpers import finetune_files, write_config
-from tests.test_finetune_windows import FILLER
 
 TOKENS = 1300  # every word is one piece of the fixture vocabulary
 RUN = dict(max_seq_length=128, epochs=6, batch_size=32, learning_rate=5e-3, dtype="float32", seed=1)

@@ -6,7 +6,7 @@ SentencePiece, then the re-split of pieces ending in a digit and ",") is transcr
 in any case, digit groups with commas ("$5,000,"), quotes (``, '', "), parentheses, ">>>",
 accents, Greek, CJK, emoji and odd whitespace, and any other character now and then; NUL and
 lone surrogates are left out (ONNX Runtime's strings cannot hold them;
-tests/test_tokenizer_properties.py feeds them to the Python and in-graph tokenizers).
+tests/tokenizer/test_tokenizer_properties.py feeds them to the Python and in-graph tokenizers).
 
 Each tokenizer in TOKENIZERS is built once per module: a factory takes pytest's `request` (for
 other fixtures) and the SentencePiece model and returns `(encode, limit, excused)`,
@@ -17,7 +17,7 @@ excuses: the digit-comma re-split and the word-final capital sigma its SentenceP
 cannot express (export/keras_hub_tokenizer.py, docs/guides/converting.md). Each tokenizer sees ALBERT_TF_TOKENIZER_STRINGS
 generated strings in batches of 4 (default 200); by hand:
 
-    ALBERT_TF_TOKENIZER_STRINGS=10000 python -m pytest tests/test_tokenizer_agreement.py
+    ALBERT_TF_TOKENIZER_STRINGS=10000 python -m pytest tests/tokenizer/test_tokenizer_agreement.py
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _onnx_text_encoder(file: str) -> Callable:
 def _hf_tokenizer(request, sp_model: Path):
     """`export --hf`'s folder through `AutoTokenizer.from_pretrained(..., trust_remote_code=True)`
     (its exact tokenizer; the plain tokenizer.json's differences are pinned in
-    tests/test_export_hf.py)."""
+    tests/export/test_export_hf.py)."""
     pytest.importorskip("transformers")
     from albert_tf.export.hf_tokenizer import hf_tokenizer
 

@@ -7,12 +7,10 @@ import io
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from albert_tf import progress
 from tests import helpers
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO
 
 
 class _Terminal(io.StringIO):

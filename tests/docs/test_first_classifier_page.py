@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO
-from tests.test_docs import _blocks
+from tests.docs.test_docs import _blocks
 
 PAGE = REPO / "docs" / "guides" / "first-classifier.md"
-TEST = "tests/test_first_classifier_page.py::test_the_page_runs_as_written"
+TEST = "tests/docs/test_first_classifier_page.py::test_the_page_runs_as_written"
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 SUMMARY = re.compile(
     r"best epoch: \d+ of \d+, accuracy (?P<accuracy>[\d.]+); "

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.test_public_api import PACKAGES
+from tests.install.test_public_api import PACKAGES
 
 DOCS = REPO / "docs"
 README = REPO / "README.md"

@@ -7,15 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from albert_tf import environment
 from albert_tf.benchmarking.runner import worker_environment
 from albert_tf.environment import ONEDNN_VARIABLE, cpu_flags, cpuinfo_field, onednn_choice
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 AVX2 = frozenset({"sse4_2", "avx", "avx2", "fma"})
 
 
@@ -104,7 +103,11 @@ def test_albert_tf_process_runs_with_its_choice(value):
 def test_fixtures_agree_on_both_paths(value, fixtures_dir):
     """The tests that check the encoder against the original's outputs within 1e-5 (float32 and
     bfloat16), the fused oneDNN kernels and the plain reference, in a process on each path."""
-    tests = ["tests/test_convert.py", "tests/test_plain_forward.py", "tests/test_fused.py"]
+    tests = [
+        "tests/export/test_convert.py",
+        "tests/model/test_plain_forward.py",
+        "tests/model/test_fused.py",
+    ]
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
     argv += ["-k", "reproduces or plain or fused"]
     env = _env(value) | {"ALBERT_TF_FIXTURES": str(fixtures_dir)}

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-REPO = Path(__file__).resolve().parents[1]
 COLAB = REPO / "colab"
 # CI's set-up command runs `albert-tf quickstart` in the repository: notebook 1 then fine-tunes
 # its pretrained modules instead of building a random tiny model first.

@@ -124,7 +124,8 @@ def test_bad_model(tmp_path):
 
 
 def test_nul_keeps_the_rest_of_the_text(graph_tok, py_tok):
-    # tf.strings.lower drops everything after a NUL; found by tests/test_tokenizer_properties.py.
+    # tf.strings.lower drops everything after a NUL; found by
+    # tests/tokenizer/test_tokenizer_properties.py.
     texts = ["a\x00B c", "\x00\x00ΑΣ\x00Σ", "N\x00\U0008a9e1\x06p"]
     got = [t.decode("utf-8") for t in graph_tok.normalize(tf.constant(texts)).numpy()]
     assert got == [preprocess_text(t) for t in texts]
@@ -134,7 +135,7 @@ def test_nul_keeps_the_rest_of_the_text(graph_tok, py_tok):
 
 def test_unicode_tables_follow_python(graph_tok, py_tok, sp_model_path):
     # ICU's NFKD knows U+1E056 (Unicode 15) where Python 3.11 does not; tf.strings.lower lacks
-    # Unicode 14's U+2C2F and U+10570. Found by tests/test_tokenizer_properties.py.
+    # Unicode 14's U+2C2F and U+10570. Found by tests/tokenizer/test_tokenizer_properties.py.
     texts = ["x\U0001e056y", "\u2c2f\u0301a\U00010570", "Ab\u2c2f\U0001e056\u00c9\x00\u2c2f"]
     texts += ["a\x00\u2c2f", "\x00\U0001e056\u0301"]  # only after a NUL
     for lower in (True, False):

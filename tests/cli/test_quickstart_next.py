@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 from albert_tf.cli import build_parser
 from albert_tf.quickstart.report import next_steps, print_next_steps
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 FILES = ("--train", "--eval", "--checkpoint", "--init")  # options that name a file or folder
 
 

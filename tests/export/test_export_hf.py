@@ -248,8 +248,8 @@ def write_scores(path, rows, seed):
 def finetuned(tmp_path_factory):
     """Tiny fine-tuned models (2 groups of 2 inner groups, one epoch, no serving/) of each
     task: task -> (the fine-tuning result, its examples' model inputs)."""
-    from tests.test_squad_finetune import squad_file
-    from tests.test_task_choice_tag import write_conll, write_race
+    from tests.finetune.test_squad_finetune import squad_file
+    from tests.finetune.test_task_choice_tag import write_conll, write_race
 
     root = tmp_path_factory.mktemp("finetuned")
     config = str(helpers.write_config(root, num_hidden_groups=2, inner_group_num=2))
@@ -265,7 +265,7 @@ def finetuned(tmp_path_factory):
         "squad": (
             "squad.json",
             # transformers' AlbertForQuestionAnswering is BERT's head (ALBERT's is refused:
-            # tests/test_squad_albert_head.py)
+            # tests/finetune/test_squad_albert_head.py)
             dict(max_seq_length=40, doc_stride=12, max_query_length=12, squad_head="bert"),
         ),
         "multiple-choice": ("RACE", dict(max_seq_length=24)),

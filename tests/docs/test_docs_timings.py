@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+
 _spec = importlib.util.spec_from_file_location("timings", REPO / "docs/scripts/timings.py")
 timings = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(timings)

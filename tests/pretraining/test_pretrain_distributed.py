@@ -23,10 +23,10 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = helpers.tiny_pretraining_config(vocab_size=60).to_dict()
 DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
 STEPS = 20

@@ -24,7 +24,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.conftest import REPO
-from tests.test_import_root import _checkout, _env
+from tests.install.test_import_root import _checkout, _env
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 

@@ -19,8 +19,9 @@ pytest.importorskip("onnxruntime_extensions")
 
 from albert_tf.export.encoder import ENCODER_INPUTS  # noqa: E402
 from tests import helpers  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 # Long enough for every string the raw-string tests tokenize.
 TEXT_SEQ_LENGTH = 512
 

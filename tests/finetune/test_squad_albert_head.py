@@ -213,8 +213,9 @@ def test_int8_runtimes_give_stripped_spans_of_the_context(original, converted, t
 
 
 def test_onnx_graph_answers_as_serving(converted):
-    """squad.onnx's graph (`export --finetuned --onnx` writes it; tests/test_squad_finetune.py
-    runs the command) on raw strings gives serving/'s answers, tokens and beam."""
+    """squad.onnx's graph (`export --finetuned --onnx` writes it;
+    tests/finetune/test_squad_finetune.py runs the command) on raw strings gives serving/'s answers,
+    tokens and beam."""
     from albert_tf.export.onnx.encoder import encoder_graph
     from albert_tf.export.onnx.squad import squad_graphs
     from albert_tf.export.onnx.writer import run, session

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -32,6 +31,7 @@ from albert_tf.cli import main
 from albert_tf.config import PRESETS
 from albert_tf.environment import cpu_flags, given_environment, onednn_choice
 from tests import helpers
+from tests.conftest import REPO
 
 RECORD_KEYS = {"system", "dtype", "case", "metric", "value", "unit", "ratio_to_ours"}
 
@@ -217,7 +217,7 @@ def test_training_step_profile_smoke(tmp_path):
     matmuls and the optimizer are found, the blocks' GELU and LayerNorm run compiled (no plain
     kernels of theirs), and oneDNN is as asked in each process."""
     out = tmp_path / "profile.json"
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "profile_train_step.py"
+    script = REPO / "benchmarks" / "profile_train_step.py"
     argv = [sys.executable, str(script), "--tiny", "--steps", "1", "--warmup", "1"]
     argv += ["--systems", "ours-off,ours-on", "--json", str(out)]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -237,7 +237,7 @@ def test_inference_paths_smoke(tmp_path):
     """benchmarks/bench_inference_paths.py on the tiny config: the four TensorFlow CPU paths,
     each in a process with oneDNN off or on as named."""
     out = tmp_path / "paths.json"
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_inference_paths.py"
+    script = REPO / "benchmarks" / "bench_inference_paths.py"
     argv = [sys.executable, str(script), "--tiny", "--rounds", "1", "--iters", "1"]
     proc = subprocess.run(argv + ["--json", str(out)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -253,7 +253,7 @@ def test_interleaved_processes_smoke(tmp_path):
     turns, the second with its own TensorFlow thread setting, the third our train step; every
     turn gives a block time per variant, the first variant's ratio to itself is 1, the train
     variant gets an MFU, and a malformed variant is refused before any process starts."""
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "interleaved_processes.py"
+    script = REPO / "benchmarks" / "interleaved_processes.py"
     out = tmp_path / "turns.json"
     argv = [sys.executable, str(script), "--tiny", "--turns", "2", "--calls", "1"]
     argv += ["--variant", "tf:tensorflow:matmul"]
@@ -287,7 +287,7 @@ def test_weight_gradient_matmuls_smoke(tmp_path):
     """benchmarks/weight_gradient_matmuls.py, two short rounds: every weight in every form, the
     forward form and the per-layer sum their tables' references, and each product's forms found
     equal before timing."""
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "weight_gradient_matmuls.py"
+    script = REPO / "benchmarks" / "weight_gradient_matmuls.py"
     out = tmp_path / "dw.json"
     argv = [sys.executable, str(script), "--dtype", "float32", "--rounds", "2", "--calls", "1"]
     argv += ["--layers", "2", "--rows", "64", "--json", str(out)]

@@ -107,6 +107,6 @@ def test_model_without_mask(tmp_path, sp_model_path):
 
 def test_lone_surrogates_read_as_their_bytes(tok):
     # A str from surrogateescape decoding made SentencePiece raise a pybind RuntimeError; found
-    # by tests/test_tokenizer_properties.py.
+    # by tests/tokenizer/test_tokenizer_properties.py.
     assert tok.encode("a\ud800b\udcff") == tok.encode(b"a\xed\xa0\x80b\xed\xb3\xbf")
     assert tok.encode("x\ud800") == tok.encode("x\ufffd\ufffd\ufffd")
