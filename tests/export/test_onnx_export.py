@@ -157,15 +157,21 @@ def test_shared_weights_are_stored_once(fixture_export):
 
 
 @pytest.fixture(scope="module")
-def text_ids(fixtures_dir):
+def text_graph(fixtures_dir):
+    """The raw-string preprocessing graph of the fixture tokenizer (one text input)."""
+    from albert_tf.export.onnx.text import preprocess_graph
+
+    return preprocess_graph(fixtures_dir / "tokenizer" / "spm.model", TEXT_SEQ_LENGTH)
+
+
+@pytest.fixture(scope="module")
+def text_ids(fixtures_dir, text_graph):
     """texts -> (ids of the raw-string preprocessing graph without [CLS]/[SEP], the reference
     AlbertTokenizer's ids); one session for the module."""
-    from albert_tf.export.onnx.text import preprocess_graph
     from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
-    sp_model = fixtures_dir / "tokenizer" / "spm.model"
-    sess = _session(preprocess_graph(sp_model, TEXT_SEQ_LENGTH))
-    tokenizer = AlbertTokenizer(sp_model)
+    sess = _session(text_graph)
+    tokenizer = AlbertTokenizer(fixtures_dir / "tokenizer" / "spm.model")
 
     def ids(texts: list[str]) -> tuple[list[list[int]], list[list[int]]]:
         from albert_tf.export.onnx.writer import run
@@ -212,16 +218,65 @@ def test_reference_strings_give_the_original_ids(fixtures_dir, text_ids):
     assert mismatches == []
 
 
-def test_ascii_batches_take_their_own_branch_and_give_the_same_ids(fixtures_dir, text_ids):
+def _branches_run(graph, batches, tmp_path) -> list[set[str]]:
+    """For each batch of texts, the branches of text.normalize's `If` ("ascii", "full") whose
+    nodes ONNX Runtime ran on it: one profiled session (its node events fall within the
+    `model_run` event of the run they belong to)."""
+    import bisect
+
+    import onnxruntime as ort
+
+    from albert_tf.runtimes.ort import onnxruntime_extensions_library
+
+    (node,) = [n for n in graph.graph.node if n.op_type == "If"]
+    branches = {a.g.name.rsplit("/", 1)[1]: {n.name for n in a.g.node} for a in node.attribute}
+    assert set(branches) == {"ascii", "full"}
+    options = ort.SessionOptions()
+    options.register_custom_ops_library(onnxruntime_extensions_library())
+    options.enable_profiling = True
+    options.profile_file_prefix = str(tmp_path / "profile")
+    sess = ort.InferenceSession(
+        graph.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    for texts in batches:
+        sess.run(None, {"text": np.array(texts, dtype=object)})
+    events = json.loads(Path(sess.end_profiling()).read_text())
+    starts = sorted(e["ts"] for e in events if e["name"] == "model_run")
+    assert len(starts) == len(batches)
+    ran = [set() for _ in batches]
+    for event in events:
+        if event.get("cat") == "Node":
+            ran[bisect.bisect_right(starts, event["ts"]) - 1].add(
+                event["name"].removesuffix("_kernel_time")
+            )
+    return [{kind for kind, names in branches.items() if names & nodes} for nodes in ran]
+
+
+def test_ascii_batches_take_their_own_branch_and_give_the_same_ids(
+    fixtures_dir, text_graph, text_ids, tmp_path
+):
     """A batch of ASCII texts is normalized with ASCII tables (text.normalize's `If`), any
-    other batch with the full ones: each reference string alone, ASCII ones too, gives the
-    reference ids, and so do cased ASCII texts whose whitespace and case the tables change."""
+    other batch with the full ones; ONNX Runtime's profile says which branch ran. Each
+    reference string alone, cased ASCII texts whose whitespace and case the tables change, and
+    batches of several texts (all ASCII; ASCII with one other) give the reference ids."""
     reference = json.loads((fixtures_dir / "tokenizer" / "reference_tokenization.json").read_text())
     texts = [case["text"] for case in reference["cases"]]
     texts += [" Hello\tWORLD \x0b\x1c It's  A TEST\r\n", "ÀB Cd", "MiXeD 12,345 CaSe!"]
-    alone = [text_ids([t]) for t in texts]
-    assert [got for (got,), _ in alone] == [want for _, (want,) in alone]
-    assert any(t.isascii() for t in texts) and any(not t.isascii() for t in texts)
+    ascii_texts = [t for t in texts if t.isascii()]
+    others = [t for t in texts if not t.isascii()]
+    assert len(ascii_texts) > 3 and others
+    batches = [[t] for t in texts] + [
+        ascii_texts,
+        ascii_texts[-3:],
+        [*ascii_texts[:5], others[-1], *ascii_texts[-2:]],
+        [others[0], *ascii_texts[-3:]],
+    ]
+    for batch in batches:
+        got, want = text_ids(batch)
+        assert got == want, batch
+    taken = _branches_run(text_graph, batches, tmp_path)
+    expected = [{"ascii"} if all(t.isascii() for t in b) else {"full"} for b in batches]
+    assert [(b, t) for b, t, e in zip(batches, taken, expected, strict=True) if t != e] == []
 
 
 # Strings made of runs of one repeated string (where segmentations of equal pieces tie),

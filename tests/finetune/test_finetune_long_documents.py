@@ -56,13 +56,17 @@ def test_default_placement_reads_the_verdict_as_windows_over_every_token(reviews
     root, config = reviews
     every = _run(root, config, "every", max_windows=11, window_stride=126, export_serving=False)
     assert every.record.skipped["eval"] == {}  # 11 x 126 tokens: nothing left out
+    assert every.record.best_value >= 0.9, every.record.history
     # With 8 windows the verdict is in fewer of the windows a run trains on, and the run is a
     # draw: over seeds 1-5 it read the verdict by epoch 3 or 4 with seeds 2, 3 and 5 and stayed
-    # at chance with 1 and 4 (the head's dropout draws), where `every` learned with each. So it
-    # runs as `finetune` does by default: a run that beats no floor restarts from the next seed.
-    default = _run(root, config, "default", max_windows=8, restarts=2)
-    assert every.record.best_value >= 0.9, every.record.history
-    assert default.record.best_value >= every.record.best_value - 0.025  # one of 40
+    # at chance with 1 and 4, where `every` learned with each. So the five seeds run
+    # (--seeds 5; the run best on dev is kept) and at least as many must read it as then: a
+    # change that makes the run learn less often fails here, where one run restarted until it
+    # learned (--restarts) passed with any one of three.
+    default = _run(root, config, "default", max_windows=8, seeds=5)
+    runs = default.record.seeds["runs"]
+    read = [run["seed"] for run in runs if run["value"] >= every.record.best_value - 0.025]
+    assert len(read) >= 3, runs  # 0.025: one of 40
     # Windows at the head (tokens 0-566) are the same for every document: no model can tell
     # the labels apart from them.
     head = get_task(default.settings.replace(window_placement="head"))
