@@ -49,7 +49,7 @@ COMMANDS = (
 
 
 # Old option names, per command, and the name that replaced them (each command's parser declares
-# the old name as an alias of the new: tests/test_cli.py checks that).
+# the old name as an alias of the new: tests/cli/test_cli.py checks that).
 DEPRECATED = {
     "quickstart": {"--out": "--output"},
     "pretrain": {"--init-checkpoint": "--init", "--eval-data": "--eval"},
@@ -70,7 +70,7 @@ def _module(command: str):
 
 
 def available_commands() -> list[str]:
-    """Commands whose module is installed (tests/test_cli.py asserts that is all of them)."""
+    """Commands whose module is installed (tests/cli/test_cli.py asserts that is all of them)."""
     return [c for c in COMMANDS if importlib.util.find_spec(_module_name(c)) is not None]
 
 

@@ -6,7 +6,7 @@ the paper, float32, no caching. `AlbertEncoder.call` runs the same arithmetic th
 paths of `layers/fast.py` (one [H, 3H] QKV kernel with the scale folded in, weights cast once
 per call for blocks reused across layers, 2-D matmuls) and `layers/fused.py` (oneDNN's fused
 LayerNorm and softmax inside `fused_cpu_inference()`); each is tested equal to `plain_forward`
-(tests/test_plain_forward.py).
+(tests/model/test_plain_forward.py).
 """
 
 from __future__ import annotations

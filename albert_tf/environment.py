@@ -45,11 +45,11 @@ def import_beam_module(module: str) -> object:
 
 
 # --- oneDNN ---------------------------------------------------------------------------------
-# TensorFlow runs its oneDNN kernels on x86 by default only on CPUs with AVX512_VNNI, AVX512_BF16
-# or AMX; elsewhere (AVX2 machines: most laptops, AMD desktops, many cloud instances) it leaves
-# them off unless TF_ENABLE_ONEDNN_OPTS=1. With them on, albert-tf measured faster in every case
-# on both CPU kinds (benchmarks/README.md, "oneDNN"), and the fixtures agree within 1e-5 either
-# way (tests/test_onednn.py). So albert-tf's own processes turn them on where the CPU has AVX2.
+# TensorFlow runs its oneDNN kernels on x86 by default only on CPUs with AVX512_VNNI, AVX512_BF16 or
+# AMX; elsewhere (AVX2 machines: most laptops, AMD desktops, many cloud instances) it leaves them
+# off unless TF_ENABLE_ONEDNN_OPTS=1. With them on, albert-tf measured faster in every case on both
+# CPU kinds (benchmarks/README.md, "oneDNN"), and the fixtures agree within 1e-5 either way
+# (tests/model/test_onednn.py). So albert-tf's own processes turn them on where the CPU has AVX2.
 
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 

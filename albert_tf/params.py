@@ -1,6 +1,6 @@
 """Parameter arithmetic for an `AlbertConfig`, computed from shapes alone (no TensorFlow).
 
-`tests/test_params.py` checks these formulas against the built model's variables.
+`tests/model/test_params.py` checks these formulas against the built model's variables.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ CONFIG = {
     "intermediate_size": 256,
     "max_position_embeddings": 128,
     # wider than ALBERT's 0.02: a small random model then leaves its initial plateau within
-    # an epoch (tests/test_finetune_windows.py)
+    # an epoch (tests/finetune/test_finetune_windows.py)
     "initializer_range": 0.1,
 }
 

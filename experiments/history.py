@@ -3,7 +3,7 @@
 Intermediate checkpoints (a run's resume state, a finished stage's model) were once committed
 under experiments/resume/, and every clone paid for each of them. They have left the tree (no
 file over 1 MB is tracked outside the shipped model, tests/fixtures and docs/assets:
-tests/test_repository_size.py), and a record committed beside the results they back, such as
+tests/install/test_repository_size.py), and a record committed beside the results they back, such as
 experiments/results/albert_en_mini_distill/checkpoints.json, keeps what is needed to get them
 back. Its `folders` map each folder's path (relative to the repository root) to:
 

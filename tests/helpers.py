@@ -204,7 +204,7 @@ def assert_bfloat16_close(actual: Any, expected: Any) -> None:
     assert error.mean() <= BF16_MEAN_REL * scale, (error.mean(), scale)
 
 
-# === Exported TF-Hub bundles (tests/test_export.py, test_hub.py, test_tflite.py) ===
+# === Exported TF-Hub bundles (tests/export/test_export.py, test_hub.py, test_tflite.py) ===
 
 
 def export_groups_fixture(directory: Path, fixtures_dir: Path) -> dict[str, Any]:

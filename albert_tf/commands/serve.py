@@ -22,11 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--host", default="127.0.0.1", help="address of the HTTP, gRPC, metrics")
     where.add_argument("--port", type=int, default=8000, help="KServe v2 HTTP port")
     where.add_argument("--model-name", default="classifier", help="the model's name in URLs")
-    where.add_argument("--grpc-port", type=int, default=8001, help="Triton's own gRPC port")
-    where.add_argument("--metrics-port", type=int, default=8002, help="Triton's metrics port")
-    where.add_argument(
-        "--triton-port", type=int, default=8003, help="Triton's HTTP port, on 127.0.0.1 only"
-    )
+    for name, port in (
+        ("--grpc-port", "Triton's own gRPC port"),
+        ("--metrics-port", "Triton's metrics port"),
+        ("--triton-port", "Triton's HTTP port, on 127.0.0.1 only"),
+    ):
+        where.add_argument(name, type=int, help=f"{port} (default: a free one, printed)")
     limits = parser.add_argument_group("limits (a request over one gets 413, before the model)")
     limits.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body size")
     limits.add_argument("--max-texts", type=int, default=64, help="texts per request")
@@ -100,6 +101,7 @@ def options_of(args: argparse.Namespace) -> object:
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive")
     ports = [args.port, args.grpc_port, args.metrics_port, args.triton_port]
+    ports = [port for port in ports if port is not None]
     if len(set(ports)) < len(ports):
         raise ConfigError("--port, --grpc-port, --metrics-port and --triton-port must differ")
     threads = args.threads or max(1, available_cores() // args.instances)

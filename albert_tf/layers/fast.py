@@ -1,7 +1,7 @@
 """The encoder's speed paths: the same arithmetic as `encoder.plain_forward`, faster.
 
 The layers (attention.py, transformer_block.py) hold the variables under the original scopes and
-call these functions; tests/test_plain_forward.py checks each path against the plain pass.
+call these functions; tests/model/test_plain_forward.py checks each path against the plain pass.
 
 1. Fused query-key-value: one [H, 3H] matmul instead of three [H, H] ones, with the
    1/sqrt(head_size) scale folded into the query kernel and bias (`attention_weights`).

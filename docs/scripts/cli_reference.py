@@ -3,7 +3,7 @@
     python docs/scripts/cli_reference.py          # rewrite docs/reference/cli.md
     python docs/scripts/cli_reference.py --check  # exit 1 if the committed file is stale
 
-tests/test_docs.py fails when the committed file differs from `render()`.
+tests/docs/test_docs.py fails when the committed file differs from `render()`.
 """
 
 from __future__ import annotations

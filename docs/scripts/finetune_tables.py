@@ -5,7 +5,7 @@
     python docs/scripts/finetune_tables.py --check  # exit 1 if the committed page is stale
 
 Each table sits between `<!-- begin: NAME -->` and `<!-- end: NAME -->` in the page;
-tests/test_docs.py fails when the committed page differs from `render()`.
+tests/docs/test_docs.py fails when the committed page differs from `render()`.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ The repository's albert_tf/ folder does not hold preprocess/ and export/, which 
 as `albert_tf.preprocess` and `albert_tf.export` (pyproject.toml's package-dir). import-linter and
 the API reference's griffe find a package's modules by walking its folder, so they read a
 temporary folder whose albert_tf/ links to each entry of the repository's albert_tf/ and to the
-folders that install under it: `tests/test_import_layers.py` runs the layer contracts there, and
-mkdocs.yml names this file as a hook, so `mkdocs build` and `mkdocs serve` document from there.
+folders that install under it: `tests/install/test_import_layers.py` runs the layer contracts there,
+and mkdocs.yml names this file as a hook, so `mkdocs build` and `mkdocs serve` document from there.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     python docs/scripts/make_charts.py [--output DIR]
 
 Each chart reads one results file and nothing else; the pages show it beside a compact table of
-the same figures. tests/test_docs.py runs this script and checks every chart a page shows is
+the same figures. tests/docs/test_docs.py runs this script and checks every chart a page shows is
 drawn.
 """
 

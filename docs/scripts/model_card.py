@@ -8,7 +8,7 @@ experiments/results/label_efficiency/results.json. The card ships as
 albert_tf/pretrained/albert_en_mini/MODEL_CARD.md; the docs page docs/models/albert_en_mini.md
 holds the same text between its CARD_BEGIN and CARD_END lines (a copy, not the site's include,
 so the page reads as a page in the repository too), followed by its charts.
-tests/test_pretrained.py fails when either differs from `render()`.
+tests/model/test_pretrained.py fails when either differs from `render()`.
 """
 
 from __future__ import annotations
@@ -394,7 +394,7 @@ python docs/scripts/model_card.py                 # this card"""
 
 {_wrap(intro)}
 
-<!-- tested-by: tests/test_pretrained.py::test_finetune_from_the_name_and_from_random_of_the_same_shape, tests/test_pretrained.py::test_evaluate_and_export_take_the_name, tests/test_pretrained.py::test_exported_to_transformers_it_computes_what_ours_does -->
+<!-- tested-by: tests/model/test_pretrained.py::test_finetune_from_the_name_and_from_random_of_the_same_shape, tests/model/test_pretrained.py::test_evaluate_and_export_take_the_name, tests/model/test_pretrained.py::test_exported_to_transformers_it_computes_what_ours_does -->
 ```bash
 albert-tf finetune --task classify --init albert_en_mini --train train.tsv --output my_model
 albert-tf finetune --task classify --init random --config albert_en_mini --train train.tsv --output my_baseline
@@ -427,7 +427,7 @@ stored as float16 (`weights.safetensors`, {size}); loading casts them to float32
 
 ## Rebuild it
 
-<!-- no-test: hours of pretraining (tests/test_pretrained.py and tests/test_pretrain_guard.py test its parts) -->
+<!-- no-test: hours of pretraining (tests/model/test_pretrained.py and tests/pretraining/test_pretrain_guard.py test its parts) -->
 ```bash
 {rebuild}
 ```

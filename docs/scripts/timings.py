@@ -3,7 +3,7 @@
 
     python docs/scripts/timings.py   # prints the phrases
 
-tests/test_docs_timings.py checks every quickstart and test-suite time in README.md, docs/ and
+tests/docs/test_docs_timings.py checks every quickstart and test-suite time in README.md, docs/ and
 the quickstart's help against `phrases()`: a new CI run goes into the JSON, then the phrases
 into the text.
 """

@@ -32,7 +32,7 @@ session). The steps are those of `albert_tf.preprocess.normalize.preprocess_text
 
 The tables are built from the Python that runs the export, so the graph equals
 `preprocess_text` of that Python's Unicode database. Known differences from the reference
-(tests/test_onnx_export.py asserts the ids of the fixture strings and of generated runs):
+(tests/export/test_onnx_export.py asserts the ids of the fixture strings and of generated runs):
 
 - the run order follows `sentencepiece` 0.2.2's Viterbi (float32 sums left to right, the
   longer last piece on exact ties, user-defined pieces scored 0.1 per extra byte). That

@@ -10,8 +10,8 @@ Why these two. A window whose text says nothing about the label learns to be uns
 overconfident window can outvote all the others, as it can under max pooling, and the mean is the
 natural rule for regression too. Putting the loss on the pooled logits instead divides each
 window's gradient by the number of windows: on the synthetic long documents of
-tests/test_finetune_windows.py (initializer_range 0.02, one run each) that training needed 7
-epochs to reach accuracy 0.95 where per-window labels needed 3.
+tests/finetune/test_finetune_windows.py (initializer_range 0.02, one run each) that training needed
+7 epochs to reach accuracy 0.95 where per-window labels needed 3.
 """
 
 from __future__ import annotations

@@ -24,8 +24,10 @@ class ServeOptions:
     Attributes:
         host, port: where the KServe v2 HTTP front listens.
         model_name: the model's name in the URLs.
-        grpc_port, metrics_port: Triton's own gRPC and metrics ports, on `host`.
-        triton_port: Triton's HTTP port, on 127.0.0.1 (the front's upstream).
+        grpc_port, metrics_port: Triton's own gRPC and metrics ports, on `host`; None: a port
+            free at start (`albert_tf.runtimes.triton.server.with_free_ports`).
+        triton_port: Triton's HTTP port, on 127.0.0.1 (the front's upstream); None: a port
+            free at start.
         max_body_bytes, max_texts, max_text_bytes, max_pending: the front's limits.
         shutdown_grace: seconds between SIGTERM and refusing new requests (not-ready meanwhile).
         drain_timeout: seconds the requests in flight may take to finish after that.
@@ -37,9 +39,9 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     model_name: str = MODEL_NAME
-    grpc_port: int = 8001
-    metrics_port: int = 8002
-    triton_port: int = 8003
+    grpc_port: int | None = None
+    metrics_port: int | None = None
+    triton_port: int | None = None
     max_body_bytes: int = 1 << 20
     max_texts: int = 64
     max_text_bytes: int = 20_000
@@ -114,16 +116,40 @@ def parse_request(body: bytes, names: list[str], options: ServeOptions) -> tuple
 
 
 def _error(status: int, message: str, **headers: str) -> web.Response:
+    """An error in KServe v2's shape: `{"error": message}`."""
     return web.json_response({"error": message}, status=status, headers=headers or None)
 
 
-class Front:
-    """The routes, over Triton at `upstream`; `ready`, `draining`, `closed` and `meta` (the
-    served model's report and version) are set by the server."""
+@web.middleware
+async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    """aiohttp's own errors (an unknown path or model 404, a wrong method 405 with its
+    `Allow`) and a fault of the front's (500, logged as aiohttp logs one) in KServe v2's shape,
+    as the front's other errors are."""
+    try:
+        return await handler(request)
+    except web.HTTPException as error:
+        if error.status < 400:
+            raise
+        kept = {name: error.headers[name] for name in ("Allow",) if name in error.headers}
+        return _error(error.status, f"{error.reason}: {request.method} {request.path}", **kept)
+    except Exception as error:  # noqa: BLE001 (any fault is answered, and logged)
+        request.app.logger.exception("Error handling request %s %s", request.method, request.path)
+        return _error(500, f"internal error: {type(error).__name__}")
 
-    def __init__(self, options: ServeOptions, upstream: str):
+
+class Front:
+    """The routes, over Triton at `upstream`; `upstream`, `engine`, `ready`, `draining`,
+    `closed` and `meta` (the served model's report and version) are set by the server.
+
+    `engine` is the tritonserver process the server started (a `subprocess.Popen`): the front
+    is ready, and forwards, only while that process runs, so a port that outlived its Triton
+    is never reached.
+    """
+
+    def __init__(self, options: ServeOptions, upstream: str = ""):
         self.options = options
         self.upstream = upstream
+        self.engine: Any = None
         self.ready = False
         self.draining = False  # not ready: SIGTERM came
         self.closed = False  # refusing requests: the grace after SIGTERM is over
@@ -132,7 +158,9 @@ class Front:
         self.session: ClientSession | None = None
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=self.options.max_body_bytes)
+        app = web.Application(
+            client_max_size=self.options.max_body_bytes, middlewares=[_json_errors]
+        )
         name = self.options.model_name
         app.add_routes(
             [
@@ -160,8 +188,12 @@ class Front:
     async def live(self, request: web.Request) -> web.Response:
         return web.json_response({"live": True})
 
+    def engine_running(self) -> bool:
+        """Whether the tritonserver process the server started still runs."""
+        return self.engine is not None and self.engine.poll() is None
+
     async def health_ready(self, request: web.Request) -> web.Response:
-        ready = self.ready and not self.draining
+        ready = self.ready and not self.draining and self.engine_running()
         return web.json_response({"ready": ready}, status=200 if ready else 503)
 
     async def metadata(self, request: web.Request) -> web.Response:
@@ -182,7 +214,7 @@ class Front:
 
     async def infer(self, request: web.Request) -> web.Response:
         """Sheds, checks, forwards; the pending count is released whatever happens."""
-        if self.closed or not self.ready:
+        if self.closed or not self.ready or not self.engine_running():
             return _error(503, "the server is not ready", **{"Retry-After": "1"})
         if self.pending >= self.options.max_pending:
             return _error(503, "too many requests in flight", **{"Retry-After": "1"})

@@ -16,6 +16,14 @@ request beyond `max_pending` in flight (503, as Triton's own bounded queue answe
 answers malformed JSON with 500 and has no request-size limit, hence the front. gRPC and metrics
 are Triton's own, on `--grpc-port` and `--metrics-port` of `--host`, without the front's limits.
 
+Each server answers with its own Triton or not at all. Triton's ports that were not given
+(`--grpc-port`, `--metrics-port`, `--triton-port`) are chosen free at start, so servers side by
+side never meet; one taken before Triton bound it is chosen again. The private repository's
+configuration carries a random token, and the front becomes ready only once Triton at its
+upstream port returns that token: a stranger on the port (another server's Triton, any HTTP
+server) is never forwarded to. The front is ready only while the tritonserver it started runs;
+when that process exits, readiness falls at once and `serve` stops with one line.
+
 On SIGTERM (or SIGINT) the front reports not-ready at once, keeps answering for
 `shutdown_grace` seconds (while load balancers take it out), refuses new requests (503), lets
 the requests in flight finish within `drain_timeout`, stops Triton and exits 0. A changed
@@ -28,9 +36,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
+import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +53,10 @@ from albert_tf.errors import ExportError
 from albert_tf.runtimes.triton.front import Front, ServeOptions
 from albert_tf.runtimes.triton.layout import CONFIG_FILE, MODEL_NAME, VERSION, config_pbtxt
 from albert_tf.runtimes.triton.serve_env import ServeEnv, server_environ
+
+# A `config.pbtxt` parameter of the private repository: the server's token, which the front
+# reads back through Triton's /v2/models/NAME/config before it trusts the port.
+TOKEN_PARAMETER = "albert_tf_serve_token"
 
 # === The private repository ===
 
@@ -56,12 +71,14 @@ def _source_state(source: Path) -> tuple:
 
 class PrivateRepository:
     """Triton's model repository: a copy of the source's model under `model_name`, one version
-    directory per model staged, the config written with the serve options' settings."""
+    directory per model staged, the config written with the serve options' settings and `token`
+    (as the parameter `TOKEN_PARAMETER`)."""
 
-    def __init__(self, source: Path, root: Path, options: ServeOptions):
+    def __init__(self, source: Path, root: Path, options: ServeOptions, token: str):
         self.source = source
         self.model_dir = root / options.model_name
         self.options = options
+        self.token = token
         self.version = 0
         self.meta: dict[str, Any] = {}
 
@@ -82,16 +99,17 @@ class PrivateRepository:
                 shutil.copytree(path, version / path.name)
             else:
                 shutil.copyfile(path, version / path.name)
-        (self.model_dir / CONFIG_FILE).write_text(
-            config_pbtxt(
-                self.options.model_name,
-                meta["inputs"],
-                len(meta["labels"]),
-                self.options.config,
-                chr(int(meta["nul_substitute"], 16)) if meta.get("nul_substitute") else "",
-            ),
-            encoding="utf-8",
+        config = config_pbtxt(
+            self.options.model_name,
+            meta["inputs"],
+            len(meta["labels"]),
+            self.options.config,
+            chr(int(meta["nul_substitute"], 16)) if meta.get("nul_substitute") else "",
         )
+        token = (
+            f'parameters {{ key: "{TOKEN_PARAMETER}" value: {{ string_value: "{self.token}" }} }}'
+        )
+        (self.model_dir / CONFIG_FILE).write_text(config + token + "\n", encoding="utf-8")
         self.version += 1
         self.meta = meta
         return self.version
@@ -104,6 +122,29 @@ class PrivateRepository:
 
 
 # === Triton ===
+
+
+def with_free_ports(options: ServeOptions) -> ServeOptions:
+    """`options` with a port free now for each of Triton's ports not given: gRPC and metrics on
+    `options.host`, HTTP on 127.0.0.1. The ports differ from each other (all are held until
+    the last is chosen); another process may still take one before Triton binds it."""
+    wanted = {
+        "grpc_port": options.host,
+        "metrics_port": options.host,
+        "triton_port": "127.0.0.1",
+    }
+    wanted = {field: host for field, host in wanted.items() if getattr(options, field) is None}
+    held = []
+    try:
+        for host in wanted.values():
+            family, kind, _, _, address = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0]
+            held.append(socket.socket(family, kind))
+            held[-1].bind(address)
+        ports = [s.getsockname()[1] for s in held]
+    finally:
+        for s in held:
+            s.close()
+    return dataclasses.replace(options, **dict(zip(wanted, ports, strict=True)))
 
 
 def _die_with_parent() -> None:
@@ -155,35 +196,86 @@ def stop_triton(process: Any, timeout: float) -> None:
             process.wait()
 
 
-def _tail(log: Path, lines: int = 5) -> str:
+def _log_lines(log: Path) -> list[str]:
+    """Triton's log without its tables and blank lines."""
     text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
-    kept = [line for line in text.splitlines() if line.strip() and not line.startswith(("+", "|"))]
-    return " / ".join(kept[-lines:])
+    return [line for line in text.splitlines() if line.strip() and not line.startswith(("+", "|"))]
+
+
+def _tail(log: Path, lines: int = 5) -> str:
+    return " / ".join(_log_lines(log)[-lines:])
+
+
+class PortTaken(ExportError):
+    """tritonserver exited because one of its ports was in use."""
 
 
 # === Serving ===
 
 
-async def _get(front: Front, path: str) -> int:
-    """The status of GET `path` on Triton (0 when it does not answer)."""
+async def _get(front: Front, path: str) -> tuple[int, Any]:
+    """The status and JSON answer of GET `path` on the upstream ((0, None) when it does not
+    answer; None for an answer that is not JSON)."""
     try:
         async with front.session.get(front.upstream + path) as response:
-            return response.status
+            try:
+                return response.status, await response.json(content_type=None)
+            except ValueError:
+                return response.status, None
     except Exception:  # noqa: BLE001 (any failure to answer is "not yet")
-        return 0
+        return 0, None
 
 
-async def _wait_loaded(front: Front, process: Any, log: Path, timeout: float) -> None:
-    """Returns once Triton's model is ready; ExportError when Triton exits or `timeout` passes."""
+async def _serves_our_model(front: Front, token: str) -> bool:
+    """Whether the upstream is our Triton, with the model ready: its configuration carries
+    `token`, which only the private repository holds."""
+    model = f"/v2/models/{front.options.model_name}"
+    if (await _get(front, f"{model}/ready"))[0] != 200:
+        return False
+    status, config = await _get(front, f"{model}/config")
+    parameters = config.get("parameters") if isinstance(config, dict) else None
+    given = parameters.get(TOKEN_PARAMETER) if isinstance(parameters, dict) else None
+    return status == 200 and isinstance(given, dict) and given.get("string_value") == token
+
+
+async def _wait_loaded(front: Front, process: Any, token: str, log: Path, timeout: float) -> None:
+    """Returns once `process`, the Triton at the front's upstream, has the model ready;
+    PortTaken or ExportError when Triton exits, ExportError when `timeout` passes."""
     deadline = time.monotonic() + timeout
-    while await _get(front, f"/v2/models/{front.options.model_name}/ready") != 200:
+    while not await _serves_our_model(front, token):
         if process.poll() is not None:
-            raise ExportError(f"tritonserver exited ({process.returncode}): {_tail(log)}")
+            taken = any("already in use" in line for line in _log_lines(log))
+            error = PortTaken if taken else ExportError
+            raise error(f"tritonserver exited ({process.returncode}): {_tail(log)}")
         if time.monotonic() > deadline:
             raise ExportError(
                 f"tritonserver did not load the model in {timeout:.0f}s: {_tail(log)}"
             )
         await asyncio.sleep(0.2)
+
+
+async def _start_engine(
+    env: ServeEnv, repository: PrivateRepository, front: Front, tmp: Path, tries: int = 3
+) -> tuple[Any, ServeOptions, Path]:
+    """Starts tritonserver on `repository` and points `front` at it; returns (the process, the
+    options with its ports, its log) once the model is ready. A port chosen here and taken
+    before Triton bound it is chosen again, up to `tries` starts; a port given is not."""
+    given = front.options
+    for attempt in range(1, tries + 1):
+        options = with_free_ports(given)
+        log = tmp / f"tritonserver-{attempt}.log"
+        process = start_triton(env, repository.model_dir.parent, options, log)
+        front.upstream = f"http://127.0.0.1:{options.triton_port}"
+        try:
+            await _wait_loaded(front, process, repository.token, log, timeout=300)
+            return process, options, log
+        except PortTaken:
+            chosen = options != given
+            if not chosen or attempt == tries:
+                raise
+        except BaseException:
+            stop_triton(process, timeout=10)
+            raise
 
 
 async def _load(front: Front, repository: PrivateRepository, log) -> bool:
@@ -237,25 +329,27 @@ async def _serve(env: ServeEnv, source: Path, options: ServeOptions, log) -> int
     from aiohttp import web
 
     with tempfile.TemporaryDirectory(prefix="albert-tf-serve-") as tmp:
-        repository = PrivateRepository(source, Path(tmp) / "repository", options)
+        token = secrets.token_hex(16)
+        repository = PrivateRepository(source, Path(tmp) / "repository", options, token)
         repository.stage()
-        triton_log = Path(tmp) / "tritonserver.log"
-        process = start_triton(env, Path(tmp) / "repository", options, triton_log)
-        front = Front(options, f"http://127.0.0.1:{options.triton_port}")
+        front = Front(options)
         # The requests in flight are drained before the runner stops: what is left then is a
         # connection with no request in it, which need not hold the exit up.
         runner = web.AppRunner(front.app(), access_log=None, shutdown_timeout=1.0)
         await runner.setup()
+        process = None
         try:
+            # The front's port first, so that no port chosen for Triton can be it.
             await web.TCPSite(runner, options.host, options.port, backlog=1024).start()
-            await _wait_loaded(front, process, triton_log, timeout=300)
+            process, ports, triton_log = await _start_engine(env, repository, front, Path(tmp))
+            front.engine = process
             front.meta = {**repository.meta, "version": repository.version}
             front.ready = True
             log(
                 f"serving {options.model_name} from {source} at "
                 f"http://{options.host}:{options.port}/v2/models/{options.model_name}/infer "
-                f"(KServe v2; Triton gRPC {options.host}:{options.grpc_port}, metrics "
-                f"{options.host}:{options.metrics_port})"
+                f"(KServe v2; Triton gRPC {options.host}:{ports.grpc_port}, metrics "
+                f"{options.host}:{ports.metrics_port}, HTTP 127.0.0.1:{ports.triton_port})"
             )
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
@@ -275,7 +369,8 @@ async def _serve(env: ServeEnv, source: Path, options: ServeOptions, log) -> int
             drained = await _drain(front)
         finally:
             await runner.cleanup()
-            stop_triton(process, timeout=10)
+            if process is not None:
+                stop_triton(process, timeout=10)
     log("stopped" if drained else f"stopped with {front.pending} requests unfinished")
     return 0 if drained else 1
 

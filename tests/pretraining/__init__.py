@@ -1,0 +1,2 @@
+"""Pretraining: pretrain and evaluate, the training loop, distribution, resume and preemption, the
+divergence guard, the ablation runner."""

@@ -1,0 +1,1 @@
+"""Running fine-tuned models: predict through every runtime, and serve."""
