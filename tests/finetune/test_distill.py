@@ -146,6 +146,7 @@ def test_distill_from_a_sentence_encoder(world):
     assert cli.main(distill_args(world, "student", *args)) == 2
 
 
+@pytest.mark.slow
 def test_stopped_run_resumes_where_it_stopped(world, monkeypatch):
     from albert_tf.distill import trainer
 
@@ -179,6 +180,7 @@ def classifier(world):
     return world / "teacher_clf"
 
 
+@pytest.mark.slow
 def test_distill_a_fine_tuned_classifier(world, classifier):
     from albert_tf.finetune.predict import load_finetuned, predict_file
 
@@ -220,6 +222,7 @@ def _fails(capsys, args, words):
     assert len(err.splitlines()) == 1 and words in err, err
 
 
+@pytest.mark.slow
 def test_bad_inputs_fail_with_one_line(world, classifier, capsys):
     (world / "nothing").mkdir()
     (world / "nothing" / "weights.bin").write_bytes(b"0")
