@@ -264,6 +264,7 @@ def run_results(request) -> dict[str, dict]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", RUN, ids=str)
 def test_run_block(block, run_results):
     result = run_results[str(block)]
