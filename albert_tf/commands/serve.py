@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from albert_tf.errors import ConfigError, InstallError
+from albert_tf.runtimes import available_cores
+from albert_tf.runtimes.triton.layout import ServingConfig, find_repository
+from albert_tf.runtimes.triton.serve_env import create_env, load_env
+
 HELP = (
     "Serve a fine-tuned classifier (its DIR/triton/ repository) through Triton over KServe v2 "
     "HTTP; --create-env first makes the environment Triton runs in."
@@ -92,10 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def options_of(args: argparse.Namespace) -> object:
     """The `ServeOptions` of the parsed flags; ConfigError for a value out of range."""
-    from albert_tf.errors import ConfigError
-    from albert_tf.runtimes import available_cores
-    from albert_tf.runtimes.triton.front import ServeOptions
-    from albert_tf.runtimes.triton.layout import ServingConfig
+    from albert_tf.runtimes.triton.front import ServeOptions  # it needs aiohttp (serve extra)
 
     for name in ("max_body_bytes", "max_texts", "max_text_bytes", "max_pending", "instances"):
         if getattr(args, name) < 1:
@@ -132,24 +134,17 @@ def options_of(args: argparse.Namespace) -> object:
 
 
 def run(args: argparse.Namespace) -> int:
-    from albert_tf.errors import ConfigError
-    from albert_tf.runtimes.triton.serve_env import create_env, load_env
-
     if args.create_env:
         create_env(args.env)
         return 0
     if not args.directory:
         raise ConfigError("serve needs DIR (or --create-env)")
-    from albert_tf.runtimes.triton.layout import find_repository
-
     options = options_of(args)
     source = find_repository(args.directory)
     env = load_env(args.env)
     try:
         from albert_tf.runtimes.triton.server import serve
     except ImportError as error:
-        from albert_tf.errors import InstallError
-
         raise InstallError(
             f'serve needs the serve extra ({error.name} is missing): pip install -e ".[serve]"'
         ) from None

@@ -20,6 +20,7 @@ default of one thread per core, which oversubscribes the cores when instances ru
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -128,8 +129,6 @@ class TritonPythonModel:
     """The Triton Python-backend interface: `initialize`, `execute`, `finalize`."""
 
     def initialize(self, args: dict[str, str]) -> None:
-        import json
-
         config = json.loads(args["model_config"])
         version_dir = Path(args["model_repository"]) / args["model_version"]
         self.classifier = Classifier(version_dir / MODEL_FILE, **parameters(config))

@@ -21,7 +21,9 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from albert_tf.errors import InstallError
@@ -59,8 +61,6 @@ def default_env_dir() -> Path:
 def requirements() -> list[str]:
     """What `create_env` installs: nvidia-pytriton, and ONNX Runtime and its extensions at the
     versions this environment has (unpinned where it has none)."""
-    from importlib import metadata
-
     wanted = [PYTRITON]
     for name in PINNED:
         try:
@@ -98,8 +98,6 @@ def _link_backends(root: Path) -> Path:
 
 def shared_libdir() -> str:
     """The directory of this Python's shared libpython, "" for a Python built without one."""
-    import sysconfig
-
     if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
         return ""
     return str(sysconfig.get_config_var("LIBDIR") or "")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import dataclasses
 import json
 import secrets
@@ -48,6 +49,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 from albert_tf.errors import ExportError
 from albert_tf.runtimes.triton.front import Front, ServeOptions
@@ -149,8 +152,6 @@ def with_free_ports(options: ServeOptions) -> ServeOptions:
 
 def _die_with_parent() -> None:
     """In the child: SIGTERM when the parent dies (Linux), so no Triton outlives `serve`."""
-    import ctypes
-
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
@@ -326,8 +327,6 @@ async def _drain(front: Front) -> bool:
 
 
 async def _serve(env: ServeEnv, source: Path, options: ServeOptions, log) -> int:
-    from aiohttp import web
-
     with tempfile.TemporaryDirectory(prefix="albert-tf-serve-") as tmp:
         token = secrets.token_hex(16)
         repository = PrivateRepository(source, Path(tmp) / "repository", options, token)
