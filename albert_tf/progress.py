@@ -34,6 +34,7 @@ def interactive(stream: IO[str] | None = None) -> bool:
 def bar(iterable: Iterable | None = None, *, enabled: bool = True, **kwargs: Any):
     """`tqdm(iterable, **kwargs)`, drawn only when `enabled` and `interactive(kwargs' file)`;
     otherwise a tqdm whose `update`, `set_postfix` and `close` do nothing."""
+    # environment: tqdm reads TQDM_DISABLE when imported, and `--quiet` sets it first
     from tqdm.auto import tqdm
 
     shown = enabled and interactive(kwargs.get("file"))

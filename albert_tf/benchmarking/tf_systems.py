@@ -158,6 +158,7 @@ def _gelu_tanh(x: tf.Tensor) -> tf.Tensor:
 def build_tfm(config: AlbertConfig, dtype: str, case: str, shape: Shape) -> tuple[Step, str]:
     """`official.nlp.modeling.networks.AlbertEncoder`; training adds tfm's `MaskedLM` (tied to its
     embedding table) and a dense SOP layer on the pooled output."""
+    # start-up: tf-models-official takes seconds to import, and only this system times it
     from official.nlp.modeling import layers, networks
 
     _set_tf_keras_policy(dtype)

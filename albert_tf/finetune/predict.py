@@ -41,7 +41,8 @@ class FinetunedModel:
 def _build_model(path: Path, record: FinetuneRecord, task: Task) -> TaskModel:
     """The task model of a fine-tuned directory, built (variables created), not yet restored."""
     if record.from_hub:
-        import tensorflow_hub as hub  # only for a TF-Hub encoder: it needs pkg_resources
+        # optional: only a TF-Hub encoder needs it, and it needs pkg_resources (setuptools<82)
+        import tensorflow_hub as hub
 
         encoder = hub.KerasLayer(str(path / HUB_ENCODER_DIR), trainable=True, name="encoder")
         initializer_range = 0.02

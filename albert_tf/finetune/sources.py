@@ -101,7 +101,8 @@ def load_source(
     if not path.exists() and not Path(str(path) + ".index").exists():
         raise CheckpointError(f"--init {path} does not exist")
     if _is_hub_dir(path):
-        import tensorflow_hub as hub  # only for a TF-Hub encoder: it needs pkg_resources
+        # optional: only a TF-Hub encoder needs it, and it needs pkg_resources (setuptools<82)
+        import tensorflow_hub as hub
 
         try:
             layer = hub.KerasLayer(str(path), trainable=True, name="encoder")

@@ -124,6 +124,7 @@ def bag_of_words(task, train_examples: list, eval_data) -> Floor | None:
     classify, runs without --eval, or training data of one label."""
     if eval_data is None or task.name != "classify":
         return None
+    # start-up: scikit-learn takes seconds to import, and only classify with --eval needs it
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import cross_val_score

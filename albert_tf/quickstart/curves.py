@@ -21,10 +21,10 @@ def plot_curves(
     mean), and held-out MLM top-1 accuracy (each evaluation) with the unigram guess and the
     random-init model as horizontal lines. History rows are pretrain's (`step`, `loss`,
     `mlm_accuracy`)."""
-    import matplotlib
+    import matplotlib  # start-up: half a second, for the curves only
 
     matplotlib.use("Agg")  # no display needed; the quickstart only writes the file
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # environment: after the backend is chosen
 
     figure, (loss_axes, accuracy_axes) = plt.subplots(
         1, 2, figsize=(10, 4), constrained_layout=True

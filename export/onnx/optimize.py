@@ -89,6 +89,7 @@ def op_counts(model: onnx.ModelProto) -> dict[str, int]:
 def fuse(model: onnx.ModelProto, num_heads: int, hidden_size: int) -> onnx.ModelProto:
     """ONNX Runtime's BERT fusions on `model` (the python fusions only: `opt_level=0`, which
     also keeps the graph free of the machine-specific layouts ORT's own passes write)."""
+    # start-up: the transformer optimizer takes most of a second to import; only fusing needs it
     from onnxruntime.transformers.optimizer import optimize_model
 
     # The optimizer warns that the producer is not "pytorch"; the BERT fusions match our
@@ -218,6 +219,7 @@ def quantize_static_int8(
     ONNX's shape inference knows no com.microsoft operator, and the quantizer leaves every
     activation it cannot type in float (the weights alone would be quantized); ORT's symbolic
     shape inference, which knows the fused operators, types them first."""
+    # start-up: it imports sympy (a second or so); only quantizing a fused graph needs it
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
     class Reader(CalibrationDataReader):

@@ -1,13 +1,18 @@
-"""An import inside a function has a reason (docs/development.md, "Imports inside functions"):
-a module that imports TensorFlow at its top imports TensorFlow, tf_keras, tensorflow_text, the
-standard library and our own modules at its top too.
+"""Each import inside a function is of a kind that docs/development.md ("Imports inside
+functions") names: a start-up cost, an optional package, or a library that reads the environment.
 
 Read from the source, without importing it (about a second): a module's top-level imports (not
 those under `if TYPE_CHECKING:`), followed through our modules and their parent packages, tell
-whether importing it loads TensorFlow and which packages it needs. Inside a function of a module
-that loads TensorFlow, importing one of our modules is an error unless that module needs a
-package the importing one does not and that is not a core requirement (an extra: the ONNX writer
-inside `albert_tf.export.int8_encoder`, which runs without it).
+which packages importing it loads. An import inside a function of module M brings what M's top
+does not load (one of our modules brings the packages it needs). It passes when that is
+
+- TensorFlow (or tf_keras, tensorflow_text, tensorflow_hub, tf-models-official) and M must load
+  none: M is imported at the top of something that must load none (`LIGHT`), or is such a thing;
+- a package that no core requirement installs (an extra: onnx, torch, aiohttp ...);
+
+or when a comment names its kind, `# start-up: `, `# optional: ` or `# environment: ` and why:
+at the end of its first line, or on the line above it or above the run of import lines it is
+in. Anything else is imported at the top.
 """
 
 from __future__ import annotations
@@ -22,13 +27,25 @@ from pathlib import Path
 import tomllib
 
 from tests.conftest import REPO
+from tests.install.test_public_api import LIGHT as PUBLIC_LIGHT
 
 # Importing any of these loads TensorFlow.
 TENSORFLOW = {"tensorflow", "tf_keras", "tensorflow_text", "tensorflow_hub", "official"}
-# What a module that loads TensorFlow gains nothing from importing inside a function.
-# (tensorflow_hub imports pkg_resources, which setuptools 82 removed: it stays with its users.)
-LOADED_WITH_TENSORFLOW = {"tensorflow", "tf_keras", "tensorflow_text"}
 OURS = "albert_tf"
+# What must import no TensorFlow (docs/development.md): the packages of the public API, the
+# command line and each command's module (its parser and argument checks), the tokenizer of a
+# data-generation worker, the benchmark worker and its torch systems (a worker loads only the
+# framework it times).
+LIGHT = (
+    *PUBLIC_LIGHT,
+    "albert_tf.cli",
+    "albert_tf.commands.*",
+    "albert_tf.preprocess.tokenizer",
+    "albert_tf.benchmarking.worker",
+    "albert_tf.benchmarking.torch_systems",
+)
+KINDS = ("start-up", "optional", "environment")
+REASON = re.compile(r"#\s*(" + "|".join(KINDS) + r"):\s*\S")
 
 
 def _walk(
@@ -57,13 +74,17 @@ class Tree:
                 parts = [*name.split("."), *path.relative_to(root / folder).with_suffix("").parts]
                 self.paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
         self.top: dict[str, list[str]] = {}
-        self.inside: dict[str, list[tuple[int, str]]] = {}  # module -> (line, imported name)
+        # module -> (line, imported name, whether a comment names the import's kind)
+        self.inside: dict[str, list[tuple[int, str, bool]]] = {}
         for module, path in self.paths.items():
             self.top[module], self.inside[module] = [], []
-            for node, inside in _walk(ast.parse(path.read_text(encoding="utf-8")).body, False):
+            source = path.read_text(encoding="utf-8")
+            lines = source.splitlines()
+            for node, inside in _walk(ast.parse(source).body, False):
                 for name in self._names(module, node):
                     if inside:
-                        self.inside[module].append((node.lineno, name))
+                        named = _named(lines, node.lineno)
+                        self.inside[module].append((node.lineno, name, named))
                     else:
                         self.top[module].append(name)
         self.core = _core_packages(project["project"]["dependencies"])
@@ -89,9 +110,9 @@ class Tree:
             name = name.rpartition(".")[0]
         return name
 
-    def needs(self, module: str) -> set[str]:
-        """The top-level packages outside ours that importing `module` imports."""
-        seen, todo, found = set(), [module], set()
+    def _closure(self, modules: Iterable[str]) -> tuple[set[str], set[str]]:
+        """(our modules, the top-level packages outside ours) that importing `modules` imports."""
+        seen, todo, found = set(), list(modules), set()
         while todo:
             current = todo.pop()
             if current in seen:
@@ -104,7 +125,32 @@ class Tree:
                     todo.append(self.module_of(name))
                 else:
                     found.add(name.partition(".")[0])
-        return found
+        return seen, found
+
+    def needs(self, module: str) -> set[str]:
+        """The top-level packages outside ours that importing `module` imports."""
+        return self._closure([module])[1]
+
+    def light(self, roots: Iterable[str]) -> set[str]:
+        """Our modules that importing `roots` imports (`package.*`: each module under it)."""
+        modules = []
+        for root in roots:
+            if root.endswith(".*"):
+                modules += [m for m in self.paths if m.startswith(root[:-1])]
+            else:
+                modules.append(root)
+        return self._closure(modules)[0]
+
+
+def _named(lines: list[str], line: int) -> bool:
+    """Whether a comment names the kind of the import on `line` (1-based): at its end, or on
+    the line above it or above the import lines just before it."""
+    if REASON.search(lines[line - 1]):
+        return True
+    above = line - 2
+    while above >= 0 and lines[above].lstrip().startswith(("import ", "from ")):
+        above -= 1
+    return above >= 0 and bool(REASON.match(lines[above].strip()))
 
 
 def _core_packages(requirements: list[str]) -> set[str]:
@@ -121,33 +167,34 @@ def _core_packages(requirements: list[str]) -> set[str]:
     }
 
 
-def violations(root: Path) -> list[str]:
-    """`path:line: name` for each import inside a function that the module docstring's rule
-    forbids, in the modules under `root`."""
+def violations(root: Path, light: Iterable[str]) -> list[str]:
+    """`path:line: name` for each import inside a function, in the modules under `root`, that
+    is of no kind the module docstring names; `light` as `LIGHT`."""
     tree, found = Tree(root), []
+    light = tree.light(light)
     for module, imports in tree.inside.items():
         needs = tree.needs(module)
-        if not needs & TENSORFLOW:
-            continue
-        for line, name in imports:
+        for line, name, named in imports:
             package = name.partition(".")[0]
             if package == OURS:
-                extra = tree.needs(tree.module_of(name)) - needs - tree.core
-                wrong = not extra - set(sys.stdlib_module_names)
+                brings = tree.needs(tree.module_of(name)) - needs
             else:
-                wrong = package in LOADED_WITH_TENSORFLOW or package in sys.stdlib_module_names
-            if wrong:
+                brings = {package} - needs
+            brings -= set(sys.stdlib_module_names)
+            start_up = module in light and brings & TENSORFLOW
+            optional = brings - tree.core
+            if not (named or start_up or optional):
                 found.append(f"{tree.paths[module].relative_to(root)}:{line}: {name}")
     return found
 
 
-def test_a_module_that_loads_tensorflow_imports_ours_at_its_top():
-    assert violations(REPO) == []
+def test_every_import_inside_a_function_has_a_named_kind():
+    assert violations(REPO, LIGHT) == []
 
 
-def test_an_import_without_a_reason_is_named(tmp_path):
+def test_an_import_without_a_kind_is_named(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
-        '[project]\ndependencies = ["tensorflow~=2.20.0", "numpy"]\n'
+        '[project]\ndependencies = ["tensorflow~=2.20.0", "numpy", "tqdm"]\n'
         '[tool.setuptools.package-dir]\n"albert_tf" = "src"\n'
     )
     files = {
@@ -157,26 +204,36 @@ def test_an_import_without_a_reason_is_named(tmp_path):
         "model.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import tensorflow\n",
         "layers/__init__.py": "import tf_keras\n",
         "layers/dense.py": "",
+        "cli.py": "from albert_tf import data\n",
         "data.py": (
             "def batches():\n"
-            "    import tensorflow as tf\n"  # fine: this module loads no TensorFlow
+            "    import tensorflow as tf\n"  # fine: the command line imports this module
+            "    import numpy\n"
+            "    import tqdm  # environment: it reads TQDM_DISABLE\n"
+            "    # start-up: numpy is not heavy, but the comment names a kind\n"
+            "    import numpy.linalg\n"
+            "    import numpy.fft\n"  # the comment above names the run's kind
+            "\n"
             "    from albert_tf import light\n"
         ),
         "trainer.py": (
             "from . import model\nfrom .layers import dense\n\n"
             "def train():\n"
             "    import json\n"
-            "    import tensorflow as tf\n"
+            "    import tensorflow as tf\n"  # nothing light imports trainer
             "    from tensorflow.python.util import nest\n"
-            "    import tensorflow_hub\n"  # fine: it needs pkg_resources
+            "    import tensorflow_hub  # optional: it imports pkg_resources\n"
             "    from albert_tf import light, writer\n"  # light is wrong, writer needs onnx
             "    from .model import Model\n"
+            "    import onnx  # an extra: no comment needed\n"
         ),
     }
     for name, text in files.items():
         (tmp_path / "src" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "src" / name).write_text(text)
-    assert violations(tmp_path) == [
+    assert violations(tmp_path, ["albert_tf.cli"]) == [
+        "src/data.py:3: numpy",
+        "src/data.py:9: albert_tf.light",
         "src/trainer.py:5: json",
         "src/trainer.py:6: tensorflow",
         "src/trainer.py:7: tensorflow.python.util",
