@@ -213,10 +213,11 @@ def record_value(reference: str) -> float:
 
 
 def shows(figure: Figure, value: float) -> bool:
-    """Whether `figure`, at its shown precision, is `value`: a percentage may be `value` times
-    100, a size in MB (or kB, GB, MiB, ...) `value` bytes, minutes or hours `value` seconds."""
+    """Whether `figure`, at its shown precision, is `value`: it may be `value` times 100 (a
+    percentage, the unit in a table's header), a size in MB (or kB, GB, MiB, ...) `value` bytes,
+    minutes or hours `value` seconds."""
     half = 0.5 * 10.0**-figure.decimals + 1e-9
-    candidates = [value, 100 * value] if figure.percent else [value]
+    candidates = [value, 100 * value]
     unit = figure.text.rsplit(None, 1)[-1].lstrip("0123456789.,")
     if unit in SCALES:
         candidates.append(value / SCALES[unit])
