@@ -21,7 +21,8 @@ Each figure is either generated or marked:
   generator is one of GENERATORS (a test fails when its output is stale) and no string the
   generator writes holds a figure of its own;
 - marked: the block it stands in (a paragraph, a list item, a table, up to a blank line) follows a
-  line `<!-- figures: RECORD#KEY, RECORD#KEY / RECORD#KEY, ... -->`. RECORD is a committed file
+  line `<!-- figures: RECORD#KEY, #KEY / #KEY, ... -->` (`#KEY` alone: the record named last).
+  RECORD is a committed file
   (JSON, JSON lines, or a Python module, whose KEY starts with a module-level constant), KEY a
   dotted path into it (`rows.3.test_mean`; a part with dots or spaces in double quotes), and
   `A / B` their ratio. Every figure of the block must equal one of the named values at the
@@ -186,6 +187,20 @@ def _python_constant(path: Path, name: str):
     raise KeyError(f"{path.relative_to(REPO)}: no module-level {name}")
 
 
+def references(marker: str) -> list[str]:
+    """A marker's references, each with its record: `#KEY` alone is a key of the record named
+    last before it."""
+    record, out = "", []
+    for reference in marker.split(", "):
+        sides = []
+        for side in reference.split(" / "):
+            file, _, key = side.strip().partition("#")
+            record = file or record
+            sides.append(f"{record}#{key}")
+        out.append(" / ".join(sides))
+    return out
+
+
 def record_value(reference: str) -> float:
     """The number `RECORD#KEY` names (`A / B`: their ratio)."""
     if " / " in reference:
@@ -242,7 +257,7 @@ def problems(page: str, relative: str) -> list[str]:
             found += [f"{f}: no record" for f in figures]
             continue
         values = {}
-        for reference in block.marker.split(", "):
+        for reference in references(block.marker):
             try:
                 values[reference] = record_value(reference)
             except KeyError as error:
