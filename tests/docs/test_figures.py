@@ -32,7 +32,6 @@ PENDING = {
     "docs/guides/quickstart.md": 84,
     "docs/guides/serving-under-load.md": 186,
     "docs/guides/serving.md": 7,
-    "docs/models/albert_en_mini.md": 40,
     "docs/results/how-it-was-measured.md": 174,
     "docs/results/int8.md": 55,
     "docs/results/paper-claims.md": 279,
@@ -135,3 +134,27 @@ def test_the_example_on_the_development_page_holds():
     assert example.startswith("<!-- figures: ")
     assert figures.problems(example, "example.md") == []
     assert figures.problems(example.replace("58.5%", "59.5%"), "example.md")
+
+
+def test_a_difference_and_its_standard_error_read_their_records():
+    n, row = _row("distilled_pt", 300)
+    m, bow = _row("bow", 300)
+    gap, se = (
+        row["test_mean"] - bow["test_mean"],
+        (row["test_se"] ** 2 + bow["test_se"] ** 2) ** 0.5,
+    )
+    marker = (
+        f"<!-- figures: {RECORD}.{n}.test_mean - #rows.{m}.test_mean,"
+        f" hypot(#rows.{n}.test_se, #rows.{m}.test_se) -->\n"
+    )
+    page = marker + f"{100 * gap:+.1f} +- {100 * se:.1f} points over the bag of words.\n"
+    assert figures.problems(page, "page.md") == []
+    flipped = page.replace(f"{100 * gap:+.1f}", f"{-100 * gap:+.1f}")
+    assert "not one of its marker's values" in figures.problems(flipped, "page.md")[0]
+    behind = page.replace(f"{100 * gap:+.1f}", f"{100 * gap:.1f}").replace("over", "behind")
+    reverse = behind.replace(
+        f"{RECORD}.{n}.test_mean - #rows.{m}", f"{RECORD}.{m}.test_mean - #rows.{n}"
+    )
+    assert figures.problems(reverse, "page.md") == []  # unsigned, "behind" says the sign
+    with pytest.raises(KeyError, match="not arithmetic"):
+        figures.record_value(f"__import__('os') + {RECORD}.{n}.test_mean")
