@@ -27,7 +27,6 @@ PENDING = {
     "docs/guides/albert.md": 29,
     "docs/guides/data.md": 5,
     "docs/guides/fine-tuning.md": 61,
-    "docs/guides/long-documents.md": 8,
     "docs/guides/pretraining.md": 40,
     "docs/guides/quickstart.md": 84,
     "docs/guides/serving-under-load.md": 186,
