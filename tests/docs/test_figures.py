@@ -25,7 +25,6 @@ PENDING = {
     "benchmarks/README.md": 1107,
     "docs/changelog.md": 33,
     "docs/guides/albert.md": 29,
-    "docs/guides/data.md": 5,
     "docs/guides/fine-tuning.md": 61,
     "docs/guides/pretraining.md": 40,
     "docs/guides/quickstart.md": 84,
@@ -157,3 +156,11 @@ def test_a_difference_and_its_standard_error_read_their_records():
     assert figures.problems(reverse, "page.md") == []  # unsigned, "behind" says the sign
     with pytest.raises(KeyError, match="not arithmetic"):
         figures.record_value(f"__import__('os') + {RECORD}.{n}.test_mean")
+
+
+def test_a_setting_reads_its_constant_or_default_and_a_marker_names_a_record():
+    assert figures.record_value("preprocess/pretraining_data/pipeline.py#BATCH_BYTES") == 2**20
+    coverage = "preprocess/spm_train.py#train_sentencepiece.character_coverage"
+    assert figures.record_value(coverage) == 0.99995
+    with pytest.raises(KeyError, match="names no record"):
+        figures.record_value("4 * 6000000")
