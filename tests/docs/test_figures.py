@@ -24,7 +24,6 @@ PENDING = {
     "README.md": 27,
     "benchmarks/README.md": 1107,
     "docs/changelog.md": 33,
-    "docs/guides/albert.md": 29,
     "docs/guides/fine-tuning.md": 61,
     "docs/guides/pretraining.md": 40,
     "docs/guides/quickstart.md": 84,
