@@ -29,7 +29,6 @@ PENDING = {
     "docs/guides/quickstart.md": 84,
     "docs/guides/serving-under-load.md": 186,
     "docs/results/how-it-was-measured.md": 175,
-    "docs/results/int8.md": 56,
     "docs/results/paper-claims.md": 279,
     "docs/results/speed.md": 79,
     "docs/scripts/model_card.py": 3,
