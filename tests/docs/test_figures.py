@@ -25,7 +25,7 @@ PENDING = {
     "benchmarks/README.md": 1107,
     "docs/changelog.md": 33,
     "docs/guides/fine-tuning.md": 61,
-    "docs/guides/pretraining.md": 40,
+    "docs/guides/pretraining.md": 35,
     "docs/guides/quickstart.md": 84,
     "docs/guides/serving-under-load.md": 186,
     "docs/results/how-it-was-measured.md": 175,
