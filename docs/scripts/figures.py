@@ -50,6 +50,7 @@ GENERATORS = {
     "docs/scripts/cli_reference.py": "tests/docs/test_docs.py",
     "docs/scripts/finetune_tables.py": "tests/docs/test_docs.py",
     "docs/scripts/model_card.py": "tests/model/test_pretrained.py",
+    "docs/scripts/paper_claims.py": "tests/docs/test_docs.py",
     "docs/scripts/params_table.py": "tests/docs/test_docs.py",
 }
 
