@@ -29,7 +29,6 @@ PENDING = {
     "docs/guides/quickstart.md": 84,
     "docs/guides/serving-under-load.md": 186,
     "docs/results/how-it-was-measured.md": 175,
-    "docs/results/paper-claims.md": 40,
     "docs/results/speed.md": 79,
     "docs/scripts/model_card.py": 3,
     "experiments/README.md": 549,
