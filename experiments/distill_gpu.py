@@ -108,7 +108,8 @@ def pack(args: argparse.Namespace) -> dict:
         **{k: getattr(args, k) for k in SETTINGS if k not in ("mlm_weight", "train_steps",
                                                               "warmup_steps")},
     )  # fmt: skip
-    texts = read_unlabeled(list(settings.unlabeled))
+    corpus = read_unlabeled(list(settings.unlabeled))
+    texts = corpus if args.texts is None else corpus[: args.texts]  # a shuffled corpus: a sample
     teacher = load_teacher(settings.teacher)
     if teacher.kind != SENTENCE:
         sys.exit("error: distill_gpu trains from a sentence-encoder teacher")
@@ -124,9 +125,8 @@ def pack(args: argparse.Namespace) -> dict:
         sys.exit(f"error: --init {args.init} lacks the masked-LM or sentence-order head")
     targets = fill_cache(args.teacher_cache, teacher.identity(), texts,
                          lambda chunk: teacher.embed(chunk, settings.teacher_batch_size))  # fmt: skip
-    count = len(texts) if args.texts is None else min(args.texts, len(texts))
-    rows = token_ids(model.tokenizer, texts[:count], settings.max_seq_length)
-    total = args.train_steps or math.ceil(count / settings.batch_size)
+    rows = token_ids(model.tokenizer, texts, settings.max_seq_length)
+    total = args.train_steps or math.ceil(len(texts) / settings.batch_size)
     warmup = int(0.06 * total) if args.warmup_steps is None else args.warmup_steps
     values = {k: getattr(settings, k) for k in SETTINGS if hasattr(settings, k)}
     values |= {"train_steps": total, "warmup_steps": min(warmup, max(total - 1, 0))}
@@ -144,14 +144,14 @@ def pack(args: argparse.Namespace) -> dict:
             tmp / DATA_FILE,
             ids=np.concatenate(rows).astype(np.uint16),
             lengths=np.array([len(r) for r in rows], np.uint16),
-            **_encode_targets(targets[:count], args.targets),
+            **_encode_targets(targets, args.targets),
         )
         record = {
             "settings": values,
             "mask_id": model.tokenizer.mask_id,
             "vocab_size": model.tokenizer.vocab_size,
-            "texts": count,
-            "corpus_texts": len(texts),
+            "texts": len(texts),
+            "corpus_texts": len(corpus),
             "targets": args.targets,
             "teacher": teacher.identity(),
             "init": settings.init,
@@ -433,10 +433,16 @@ def main(argv: list[str] | None = None) -> int:
     p = commands.add_parser("pack", help="write the bundle (here: TensorFlow)")
     p.add_argument("--teacher", required=True, help="the sentence-encoder teacher directory")
     p.add_argument("--unlabeled", nargs="+", required=True)
-    p.add_argument("--teacher-cache", type=Path, required=True, help="distill's cache of it")
+    p.add_argument(
+        "--teacher-cache",
+        type=Path,
+        required=True,
+        help="distill's cache of the teacher's outputs on the texts packed (filled "
+        "where missing; one folder per --texts)",
+    )
     p.add_argument("--init", default="albert_en_mini")
     p.add_argument("--bundle", type=Path, required=True)
-    p.add_argument("--texts", type=int, help="the first N texts only (what one call can carry)")
+    p.add_argument("--texts", type=int, help="the first N texts only (what a call can carry)")
     p.add_argument("--targets", choices=("float16", "int8", "float32"), default="float16")
     p.add_argument("--batch-size", type=int, default=512)
     p.add_argument("--max-seq-length", type=int, default=64)

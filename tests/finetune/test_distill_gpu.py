@@ -6,6 +6,8 @@ The student is the shipped albert_en_mini; the teacher a tiny random BERT (test_
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,11 +19,14 @@ from albert_tf.distill.settings import DistillSettings
 from albert_tf.distill.trainer import distill
 from albert_tf.pretrained import checkpoint_dir
 from experiments import distill_gpu
+from tests.conftest import REPO
 from tests.finetune.test_distill import sentences, write_bert_teacher
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+# What a GPU machine lacks (tensorflow, tf_keras) or lacks without an install of albert_tf.
+BLOCKED = ("tensorflow", "tf_keras", "albert_tf.preprocess", "albert_tf.export")
 # Both paths run these; warmup 2 of 5 steps, so the first update has rate 0 and the others not.
 RUN = dict(batch_size=8, max_seq_length=16, train_steps=5, warmup_steps=2, learning_rate=5e-4,
            seed=7, log_every=1)  # fmt: skip
@@ -140,10 +145,18 @@ def test_weights_travel_to_transformers_and_back_exactly(bundle, tmp_path):
 
 @pytest.mark.slow
 def test_resumed_run_is_the_unbroken_run(bundle, tmp_path):
-    """3 steps, a checkpoint, 3 more from it (a new Trainer) = 6 steps at once."""
+    """3 steps, a checkpoint, 3 more from it = 6 steps at once. The second half runs as on the
+    GPU machine: a process without TensorFlow, albert_tf not installed (its `preprocess` and
+    `export`, which the install maps in, absent)."""
     whole = train(bundle, tmp_path / "whole")
     train(bundle, tmp_path / "half", "--max-steps", "3")
-    resumed = train(bundle, tmp_path / "resumed", "--resume", str(tmp_path / "half"))
+    args = ["train", str(bundle), "--output", str(tmp_path / "resumed"), "--device", "cpu",
+            "--resume", str(tmp_path / "half")]  # fmt: skip
+    blocked = ", ".join(f"'{name}': None" for name in BLOCKED)
+    code = (f"import sys; sys.modules.update({{{blocked}}}); "
+            "from experiments.distill_gpu import main; sys.exit(main(sys.argv[1:]))")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, check=True)
+    resumed = json.loads((tmp_path / "resumed" / distill_gpu.STATE_FILE).read_text())
     assert resumed["step"] == whole["step"] == 6
     assert [c["from_step"] for c in resumed["calls"]] == [0, 3]
     for ours, theirs in zip(resumed["history"], whole["history"], strict=True):
