@@ -14,7 +14,9 @@ at most 10 minutes and carries 64 MiB each way, the working tree included). Issu
         projection), `adam_m.safetensors` / `adam_v.safetensors` (the optimizer's moments),
         `state.json` (the step, the logged losses, and one record per call: where it ran, on
         what, for how long). `--resume` continues from such a folder, on either machine.
-  then  (here) `albert-tf convert --hf-checkpoint CHECKPOINT --sp-model SPM --output DIR`.
+  then  (here) `albert-tf convert --hf-checkpoint CHECKPOINT --sp-model SPM --output DIR`, and
+        `record BUNDLE CHECKPOINT`: results/albert_en_mini_distill/distill_gpu.json, the run's
+        record without its weights (settings, sizes, losses, where each call ran and how long).
 
 What `train` computes is `albert_tf.distill.trainer`'s step, transcribed (tests/finetune/
 test_distill_gpu.py holds the two to the same losses over their first steps):
@@ -56,6 +58,7 @@ BUNDLE_FILE, DATA_FILE, INIT_DIR = "bundle.json", "data.npz", "init"
 HEAD_FILE, STATE_FILE = "head.safetensors", "state.json"
 MOMENT_FILES = {"m": "adam_m.safetensors", "v": "adam_v.safetensors"}
 HF_CONFIG, HF_WEIGHTS = "config.json", "model.safetensors"
+RECORD = Path(__file__).resolve().parent / "results" / "albert_en_mini_distill" / "distill_gpu.json"
 # albert_tf.optimizer's constants (AdamWeightDecay as tf-models-official builds it).
 BETA_1, BETA_2, EPSILON, CLIP_NORM = 0.9, 0.999, 1e-6, 1.0
 NO_DECAY = ("LayerNorm", "layer_norm", "bias")  # EXCLUDE_FROM_WEIGHT_DECAY, searched in names
@@ -157,7 +160,7 @@ def pack(args: argparse.Namespace) -> dict:
             "init": settings.init,
             "packed": {
                 "host": platform.node(),
-                "hardware": platform.processor(),
+                "hardware": cpu_name(),
                 "seconds": round(time.monotonic() - started, 1),
             },
         }
@@ -404,11 +407,19 @@ class Trainer:
         (target / STATE_FILE).write_text(json.dumps(values, indent=1) + "\n")
 
 
+def cpu_name() -> str:
+    """The processor's model name (Linux's /proc/cpuinfo), else what `platform` knows."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.is_file() else []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else platform.processor() or platform.machine()
+
+
 def machine(torch, device) -> dict:
     """Where a call ran: the device and its name, torch's version, the host."""
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()
-    return {"device": device.type, "hardware": name or platform.machine(),
-            "torch": torch.__version__, "host": platform.node()}  # fmt: skip
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
+    return {"device": device.type, "hardware": name, "torch": torch.__version__,
+            "host": platform.node()}  # fmt: skip
 
 
 def train(args: argparse.Namespace) -> dict:
@@ -425,6 +436,20 @@ def train(args: argparse.Namespace) -> dict:
     trainer.run(rows, targets, args.budget, args.max_steps)
     trainer.save(Path(args.output))
     return json.loads((Path(args.output) / STATE_FILE).read_text())
+
+
+def record(bundle: Path, checkpoint: Path, target: Path) -> dict:
+    """The run's record (no weights) at `target`: the bundle's settings, sizes and where it was
+    packed, and the checkpoint's step, logged losses and calls (where each ran, how long)."""
+    packed = json.loads((bundle / BUNDLE_FILE).read_text())
+    state = json.loads((checkpoint / STATE_FILE).read_text())
+    sizes = {p.name: p.stat().st_size for p in sorted(checkpoint.iterdir()) if p.is_file()}
+    values = {"bundle": packed, "step": state["step"], "calls": state["calls"],
+              "checkpoint_bytes": sizes | {"total": sum(sizes.values())},
+              "history": state["history"]}  # fmt: skip
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(values, indent=1) + "\n")
+    return values
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -462,9 +487,16 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--budget", type=float, default=480.0, help="seconds of training at most")
     t.add_argument("--max-steps", type=int, help="steps in this call at most")
     t.add_argument("--device", help="default: cuda when there is one, else cpu")
+    r = commands.add_parser("record", help="write the run's record (no weights)")
+    r.add_argument("bundle", type=Path)
+    r.add_argument("checkpoint", type=Path)
+    r.add_argument("--output", type=Path, default=RECORD, help="default: %(default)s")
     args = parser.parse_args(argv)
     if args.command == "pack":
         print(json.dumps(pack(args), indent=1))
+    elif args.command == "record":
+        values = record(args.bundle, args.checkpoint, args.output)
+        print(json.dumps(values["calls"], indent=1))
     else:
         state = train(args)
         print(json.dumps({"step": state["step"], "calls": state["calls"][-1:]}, indent=1))

@@ -162,3 +162,9 @@ def test_resumed_run_is_the_unbroken_run(bundle, tmp_path):
     for ours, theirs in zip(resumed["history"], whole["history"], strict=True):
         assert ours["step"] == theirs["step"]
         np.testing.assert_allclose(ours["loss"], theirs["loss"], rtol=1e-6)
+    # The record says where each call ran; every file fits what a call brings back (16 MiB).
+    record = distill_gpu.record(bundle, tmp_path / "resumed", tmp_path / "record.json")
+    assert [c["device"] for c in record["calls"]] == ["cpu", "cpu"]
+    assert all(c["hardware"] and c["seconds"] >= 0 for c in record["calls"])
+    sizes = record["checkpoint_bytes"]
+    assert max(v for k, v in sizes.items() if k != "total") < 16 << 20, sizes
