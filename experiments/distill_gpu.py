@@ -379,7 +379,8 @@ class Trainer:
             count += 1
             if self.step % settings["log_every"] == 0 or self.step == settings["train_steps"]:
                 means = {k: v / count for k, v in sums.items()}
-                self.history.append({"step": self.step, **means})
+                seconds = round(time.monotonic() - started, 2)  # since this call began
+                self.history.append({"step": self.step, **means, "seconds": seconds})
                 log(json.dumps(self.history[-1]))
                 sums, count = {}, 0
         self.calls.append({**machine(self.torch, self.device), "from_step": first,
