@@ -210,7 +210,7 @@ def mlm_check(models: dict[str, Path], work: Path, seed: int = 51) -> dict:
 
     from albert_tf.checkpoint import load_checkpoint_dir
     from albert_tf.distill.data import pad_batch, token_ids
-    from albert_tf.distill.losses import mask_tokens
+    from albert_tf.distill.masking import mask_tokens
     from albert_tf.preprocess.tokenizer import AlbertTokenizer
 
     first = load_checkpoint_dir(next(iter(models.values())))

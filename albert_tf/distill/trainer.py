@@ -29,6 +29,7 @@ import tf_keras as keras
 from albert_tf.distill import losses
 from albert_tf.distill.cache import fill_cache
 from albert_tf.distill.data import pad_batch, read_unlabeled, token_ids
+from albert_tf.distill.masking import mask_tokens
 from albert_tf.distill.output import write_result
 from albert_tf.distill.settings import (
     CACHE_DIR,
@@ -167,7 +168,7 @@ def _batch(step, rows, targets, settings, tokenizer, steps_per_epoch):
     ids, mask = batch["input_word_ids"], batch["input_mask"]
     if settings.mlm_weight > 0:
         rng = np.random.default_rng([settings.seed, 1 << 20, step])
-        ids, positions, labels, weights = losses.mask_tokens(
+        ids, positions, labels, weights = mask_tokens(
             ids, mask.sum(1), rng, mask_id=tokenizer.mask_id,
             vocab_size=tokenizer.vocab_size, probability=settings.mlm_probability,
         )  # fmt: skip

@@ -15,6 +15,7 @@ import tensorflow as tf
 from albert_tf import cli
 from albert_tf.checkpoint import checkpoint_children, load_checkpoint_dir
 from albert_tf.distill import losses
+from albert_tf.distill.masking import mask_tokens
 from albert_tf.distill.teachers import SentenceTeacher, TaskTeacher
 from tests.conftest import FIXTURES
 from tests.helpers import finetune_files, write_config
@@ -280,7 +281,7 @@ def test_soft_targets_at_temperature():
 
 def test_masking_keeps_cls_sep_and_padding():
     ids = np.array([[2, 10, 11, 12, 13, 14, 15, 3, 0, 0]], np.int32)
-    masked, positions, labels, weights = losses.mask_tokens(
+    masked, positions, labels, weights = mask_tokens(
         ids, np.array([8]), np.random.default_rng(0), mask_id=4, vocab_size=30, probability=0.5
     )
     assert weights.sum() == 3 and set(positions[0]) <= set(range(1, 7))
