@@ -102,6 +102,11 @@ class FinetuneRecord:
     converted_from: str | None = None
     unknown: dict[str, Any] = dataclasses.field(default_factory=dict)
 
+    def ran(self) -> dict[str, Any]:
+        """What the run ran, for a record that keeps a fine-tune's figures: {"dtype", "steps",
+        "hardware"}."""
+        return {"dtype": self.dtype, "steps": self.steps, "hardware": self.hardware}
+
     @property
     def from_hub(self) -> bool:
         """Whether the encoder is a TF-Hub SavedModel (no albert-tf config or variable names)."""
