@@ -11,11 +11,11 @@ tf.train.CheckpointManager with root children encoder, mlm, sop, optimizer, step
 when known) plus `pretrain_run.json` (the run's PretrainSettings as it started; a resume must
 share those that decide which batches come next), `run_log.json` (`albert_tf.run_record`: each
 process's steps, dtype and hardware, and every setting a resume changed, at its step) and
-TensorBoard logs in logs/train and logs/eval. Running again
-on the same directory with the same settings resumes exactly: weights, optimizer slots and step
-come from the latest checkpoint, the input pipeline skips the batches already consumed (see
-data.train_dataset) and dropout masks are a function of the step (see loop.py), so a killed and
-resumed run ends with the same weights as an uninterrupted one (with --deterministic, bit for bit).
+TensorBoard logs in logs/train and logs/eval. Running again on the same directory with the same
+settings resumes exactly: weights, optimizer slots and step come from the latest checkpoint, the
+input pipeline skips the batches already consumed (see data.train_dataset) and dropout masks are
+a function of the step (see loop.py), so a killed and resumed run ends with the same weights as
+an uninterrupted one (with --deterministic, bit for bit).
 
 Host loops (`--steps-per-loop N`): training runs in calls of up to N steps on the device
 (loop.py). A loop never crosses a checkpoint, an evaluation or the end of training: it is cut
