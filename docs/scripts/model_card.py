@@ -219,15 +219,39 @@ def _few_labels(label_efficiency: dict | None, arm: str) -> str:
     return "against the bag of words (the table above): " + "; ".join(parts)
 
 
+def _dtypes(ran: dict) -> str:
+    """The dtype of each step range of a stage's `ran` (run_record.RunLog.summary's layout)."""
+    ranges = ran["dtype"]
+    if len(ranges) == 1:
+        return f"in {ranges[0]['dtype']}"
+    return ", ".join(
+        f"steps {r['from_step'] + 1:,}-{r['to_step']:,} in {r['dtype']}" for r in ranges
+    )
+
+
+def _changes(ran: dict) -> str:
+    """The settings a stage's `ran` says changed mid-run, each with its step."""
+    return "; ".join(
+        f"at step {c['step']:,}, {c['key']} {c['old']} -> {c['new']}"
+        for c in ran["settings_changes"]
+    )
+
+
 def _distilled_sections(packaged: dict) -> str:
     stage2 = _load(DISTILL / "distill_stage2.json")
     stage3 = _load(DISTILL / "distill_stage3.json")
     stage1 = _load(DISTILL / "distill.json")
-    if stage1 is None or stage2 is None or stage3 is None:
+    # What each stage ran (dtype by step range, settings changed mid-run): the correction
+    # beside the records, which predate run_log.json and repeat the last command line.
+    ran = _load(DISTILL / "ran.json")
+    if stage1 is None or stage2 is None or stage3 is None or ran is None:
         raise SystemExit(
-            f"{DISTILL}: distill.json, distill_stage2.json or distill_stage3.json is missing"
+            f"{DISTILL}: distill.json, distill_stage2.json, distill_stage3.json or ran.json is "
+            "missing"
         )
     s1, s2, s3 = stage1["settings"], stage2["settings"], stage3["settings"]
+    ran1, ran2, ran3 = (ran["stages"][n]["ran"] for n in ("1", "2", "3"))
+    cut = next(c for c in ran1["settings_changes"] if c["key"] == "train_steps")
     teacher = stage2["teacher_package"]
     demo = packaged["quickstart_fill_in_the_blank"]["median_rank"]
     return f"""## 2. Distillation from {TEACHER_NAME}
@@ -250,9 +274,13 @@ tokenizers differ), with masked-LM alongside at weight {s1["mlm_weight"]:g}
 (`albert-tf distill`). The teacher's embeddings of the corpus were computed once and cached (with
 transformers on a GPU, checked on the held-out sentences against albert-tf's own TensorFlow
 teacher on the CPU: cosine {stage2["teacher_cache_provenance"]["min_cosine"]:.5f} or more).
-AdamW at {s1["learning_rate"]:g}, batch {s1["batch_size"]}, float32: stage 1 ran
-{s1["train_steps"]:,} steps (seed {s1["seed"]}), stage 2 {s2["train_steps"]:,} more from it
-(seed {s2["seed"]}, a new warmup and decay). Held-out cosine to the teacher:
+AdamW at {s1["learning_rate"]:g}, batch {s1["batch_size"]}. Stage 1 ran {ran1["steps"]:,} steps
+(seed {s1["seed"]}), {_dtypes(ran1)}. Its settings changed mid-run ({_changes(ran1)}):
+planned for {cut["old"]:,} steps, its warmup and linear decay aimed at step {cut["old"]:,} until
+step {cut["step"]:,} and at step {cut["new"]:,} after, a schedule that neither setting describes
+(`experiments/results/albert_en_mini_distill/ran.json`, a correction beside the stage's record,
+gives the rate at those steps). Stage 2 ran {ran2["steps"]:,} more from it {_dtypes(ran2)} (seed
+{s2["seed"]}, a new warmup and decay). Held-out cosine to the teacher:
 {stage1["eval"]["cosine"]:.3f} after stage 1, {stage2["eval"]["cosine"]:.3f} after stage 2.
 
 ## 3. The pretraining heads trained again
@@ -261,7 +289,8 @@ Distillation left the sentence-order head at chance ({stage3["heldout_pretrainin
 on the held-out pretraining sequences). Stage 3 continued `albert-tf pretrain` from the stage-2 student with the original
 objective: {s3["train_steps"]:,} steps of {s3["batch_size"]} x {s3["max_seq_length"]} tokens on a
 new masking of the pretraining corpus's training split, LAMB at {s3["learning_rate"]:g} with
-{s3["warmup_steps"]} warmup steps, seed {s3["seed"]}. This is the shipped model.
+{s3["warmup_steps"]} warmup steps, seed {s3["seed"]}, {_dtypes(ran3)} (`--dtype {s3["dtype"]}` on a CPU with
+bfloat16 arithmetic). This is the shipped model.
 
 ## Held-out figures
 
