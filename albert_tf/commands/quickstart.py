@@ -6,7 +6,7 @@ import argparse
 
 HELP = (
     "Build a corpus from Python's own docs, train a vocabulary, pretrain a tiny ALBERT on the "
-    "CPU, export TF-Hub modules and demo them (1.5-1.8 min on 2 idle cores)."
+    "CPU, export TF-Hub modules and demo them (a few minutes on 2 cores)."
 )
 
 

@@ -42,9 +42,7 @@ if TYPE_CHECKING:  # the modules import TensorFlow: at run time, inside the step
     from albert_tf.quickstart.evaluation import HeldOut, Scores
 
 DEFAULT_OUT = "albert_quickstart"
-DEFAULT_MINUTES = (
-    4.0  # pretraining wall time at most; the quickstart takes 1.5-1.8 min on 2 idle cores
-)
+DEFAULT_MINUTES = 4.0  # pretraining wall time at most
 VOCAB_SIZE = 5000  # unigram on ~1.4 MB of text allows at most ~6,800 pieces
 SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20

@@ -258,9 +258,7 @@ AdamW at {s1["learning_rate"]:g}, batch {s1["batch_size"]}, float32: stage 1 ran
 ## 3. The pretraining heads trained again
 
 Distillation left the sentence-order head at chance ({stage3["heldout_pretraining"]["stage 2"]["sop_accuracy"]:.3f}
-on the held-out pretraining sequences): the distilled pooled output no longer carries the order of
-two segments (a logistic regression refitted on it reached 0.527), so the head could not be
-refitted alone. Stage 3 continued `albert-tf pretrain` from the stage-2 student with the original
+on the held-out pretraining sequences). Stage 3 continued `albert-tf pretrain` from the stage-2 student with the original
 objective: {s3["train_steps"]:,} steps of {s3["batch_size"]} x {s3["max_seq_length"]} tokens on a
 new masking of the pretraining corpus's training split, LAMB at {s3["learning_rate"]:g} with
 {s3["warmup_steps"]} warmup steps, seed {s3["seed"]}. This is the shipped model.
@@ -357,7 +355,7 @@ python docs/scripts/model_card.py                          # this card"""
         )
         knowledge = (
             "- Anything that needs knowledge after 2021 or of the web: it learned its language "
-            "from 35 MB of older books, speeches, dictionary glosses and software documentation, "
+            "from older books, speeches, dictionary glosses and software documentation, "
             "and a sentence encoder's view of 360,000 sentences of the same plus a Wikipedia "
             "sample."
         )
@@ -384,8 +382,8 @@ python docs/scripts/model_card.py                 # this card"""
             "the pipeline, as a start that trains in minutes, not for its knowledge."
         )
         knowledge = (
-            "- Anything that needs knowledge after 2021 or of the web: its text is 35 MB of older "
-            "books, speeches, dictionary glosses and software documentation; tweets, reviews and "
+            "- Anything that needs knowledge after 2021 or of the web: its text is older books, "
+            "speeches, dictionary glosses and software documentation; tweets, reviews and "
             "chat are far from it."
         )
     return f"""# albert_en_mini

@@ -212,6 +212,7 @@ def test_json_output_checked_before_benchmarking(tmp_path, capsys, make, extra, 
     assert sorted((p.name, p.is_dir()) for p in tmp_path.rglob("*")) == before
 
 
+@pytest.mark.slow
 def test_training_step_profile_smoke(tmp_path):
     """benchmarks/profile_train_step.py on the tiny config: every part is reported, the
     matmuls and the optimizer are found, the blocks' GELU and LayerNorm run compiled (no plain
@@ -233,6 +234,7 @@ def test_training_step_profile_smoke(tmp_path):
         assert kernel_ms["GELU"] == 0 and kernel_ms["LayerNorm"] == 0
 
 
+@pytest.mark.slow
 def test_inference_paths_smoke(tmp_path):
     """benchmarks/bench_inference_paths.py on the tiny config: the four TensorFlow CPU paths,
     each in a process with oneDNN off or on as named."""
@@ -248,6 +250,7 @@ def test_inference_paths_smoke(tmp_path):
     assert "| onednn+xla |" in proc.stdout
 
 
+@pytest.mark.slow
 def test_interleaved_processes_smoke(tmp_path):
     """benchmarks/interleaved_processes.py on the tiny config: two variants' processes take
     turns, the second with its own TensorFlow thread setting, the third our train step; every
@@ -283,6 +286,7 @@ def test_interleaved_processes_smoke(tmp_path):
     assert refused.returncode != 0 and "a:ours:matmul" in refused.stderr
 
 
+@pytest.mark.slow
 def test_weight_gradient_matmuls_smoke(tmp_path):
     """benchmarks/weight_gradient_matmuls.py, two short rounds: every weight in every form, the
     forward form and the per-layer sum their tables' references, and each product's forms found

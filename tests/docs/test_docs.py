@@ -264,6 +264,7 @@ def run_results(request) -> dict[str, dict]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", RUN, ids=str)
 def test_run_block(block, run_results):
     result = run_results[str(block)]
@@ -283,6 +284,20 @@ def test_fine_tuning_tables_are_generated_from_the_code():
     committed = (DOCS / "guides" / "fine-tuning.md").read_text()
     assert committed == _script("finetune_tables").render(committed), (
         "docs/guides/fine-tuning.md is stale: run python docs/scripts/finetune_tables.py"
+    )
+
+
+def test_parameter_table_is_generated_from_the_code():
+    committed = (DOCS / "guides" / "albert.md").read_text()
+    assert committed == _script("params_table").render(committed), (
+        "docs/guides/albert.md is stale: run python docs/scripts/params_table.py"
+    )
+
+
+def test_paper_claims_tables_are_generated_from_the_ablations_record():
+    committed = (DOCS / "results" / "paper-claims.md").read_text()
+    assert committed == _script("paper_claims").render(committed), (
+        "docs/results/paper-claims.md is stale: run python docs/scripts/paper_claims.py"
     )
 
 

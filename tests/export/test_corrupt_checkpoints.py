@@ -45,6 +45,7 @@ def _fails_naming(capfd, argv: list[str], output: Path, expected: str) -> str:
     return line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "damage", "message"), CASES)
 def test_export_names_the_damaged_file(groups, tmp_path, capfd, name, damage, message):
     checkpoint = tmp_path / "checkpoint_dir"
@@ -56,6 +57,7 @@ def test_export_names_the_damaged_file(groups, tmp_path, capfd, name, damage, me
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint_dir"]
 
 
+@pytest.mark.slow
 def test_export_config_mismatch_is_one_line(groups, tmp_path, capfd):
     checkpoint = tmp_path / "checkpoint_dir"
     shutil.copytree(groups["checkpoint"], checkpoint)
@@ -67,6 +69,7 @@ def test_export_config_mismatch_is_one_line(groups, tmp_path, capfd):
     _fails_naming(capfd, argv, tmp_path / "out", expected)
 
 
+@pytest.mark.slow
 def test_export_from_hub_names_the_damaged_variables(groups, tmp_path, capfd):
     encoder = tmp_path / "encoder"
     shutil.copytree(groups["bundle"].encoder, encoder)

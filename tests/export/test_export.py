@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the preprocessing SavedModel's ops)
 
@@ -33,6 +34,7 @@ def _leftovers(parent, name):
     return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{name}.tmp-"))
 
 
+@pytest.mark.slow
 def test_bundle_layout(sp_export, groups):
     bundle = sp_export["bundle"]
     assert sorted(p.name for p in bundle.output_dir.iterdir()) == [
@@ -47,6 +49,7 @@ def test_bundle_layout(sp_export, groups):
     assert groups["bundle"].preprocess is None
 
 
+@pytest.mark.slow
 def test_assets_packaged_after_sources_deleted(sp_export):
     assert not sp_export["checkpoint"].exists()
     loaded = tf.saved_model.load(str(sp_export["bundle"].encoder))
@@ -66,6 +69,7 @@ def test_assets_packaged_after_sources_deleted(sp_export):
     assert preprocess(tf.constant(["a charming film."]))["input_word_ids"].shape == (1, 32)
 
 
+@pytest.mark.slow
 def test_no_temporary_or_source_paths_in_saved_models(sp_export, groups, tmp_path_factory):
     for bundle in (sp_export["bundle"], groups["bundle"]):
         for part in (bundle.encoder, bundle.preprocess):
@@ -78,6 +82,7 @@ def test_no_temporary_or_source_paths_in_saved_models(sp_export, groups, tmp_pat
             assert b"/tmp/" not in graph
 
 
+@pytest.mark.slow
 def test_training_functions_keep_plain_ops(sp_export):
     # training=True is traced (serve_training, hub.KerasLayer(trainable=True)) without the
     # training step's XLA-compiled kernels (layers/compiled.py), which a SavedModel should not
@@ -87,6 +92,7 @@ def test_training_functions_keep_plain_ops(sp_export):
         assert name not in graph
 
 
+@pytest.mark.slow
 def test_no_keras_layers_serialized(groups):
     # The SavedModel holds tf.functions, not Keras layers: nothing a Lambda could hide in.
     encoder = groups["bundle"].encoder
@@ -94,6 +100,7 @@ def test_no_keras_layers_serialized(groups):
     assert b"Lambda" not in (encoder / "saved_model.pb").read_bytes()
 
 
+@pytest.mark.slow
 def test_exposes_reusable_saved_model_attributes(groups):
     loaded = tf.saved_model.load(str(groups["bundle"].encoder))
     source = groups["source"]
@@ -105,6 +112,7 @@ def test_exposes_reusable_saved_model_attributes(groups):
     assert sorted(loaded.signatures) == ["serving_default"]
 
 
+@pytest.mark.slow
 def test_hub_to_checkpoint_dir_round_trip(groups, tmp_path, capsys):
     output = tmp_path / "from_hub"
     code, out, err = _run(
@@ -129,6 +137,7 @@ def test_from_hub_refuses_a_directory_that_is_no_export(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_preprocess_only_export_and_overwrite(tmp_path, fixtures_dir, capsys):
     output = tmp_path / "bundle"
     output.mkdir()
@@ -166,6 +175,7 @@ def test_checkpoint_without_config(tmp_path, capsys):
     assert not output.exists() and not _leftovers(tmp_path, "out")
 
 
+@pytest.mark.slow
 def test_sp_vocab_size_mismatch(groups, tmp_path, fixtures_dir, capsys):
     output = tmp_path / "out"
     sp_model = str(fixtures_dir / "tokenizer" / "spm.model")
@@ -184,6 +194,7 @@ def test_sp_vocab_size_mismatch(groups, tmp_path, fixtures_dir, capsys):
     assert not output.exists() and not _leftovers(tmp_path, "out")
 
 
+@pytest.mark.slow
 def test_unwritable_output(groups, tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("a file, not a directory")
@@ -202,6 +213,7 @@ def test_unwritable_output(groups, tmp_path, capsys):
     assert blocker.read_text() == "a file, not a directory"
 
 
+@pytest.mark.slow
 def test_argument_errors(groups, tmp_path, capsys):
     output = str(tmp_path / "out")
     cases = [
@@ -218,6 +230,7 @@ def test_argument_errors(groups, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_encoder_alone_has_no_sequence_length(groups, tmp_path, capsys):
     # max_position_embeddings 64, the default --seq-length 128 and no SentencePiece model: only
     # encoder/ is written: nothing in it has a sequence length.
@@ -231,6 +244,7 @@ def test_encoder_alone_has_no_sequence_length(groups, tmp_path, capsys):
     assert f"wrote {output / 'encoder'}" in out
 
 
+@pytest.mark.slow
 def test_tflite_report_written(groups):
     report_file = groups["bundle"].tflite / "report.json"
     assert json.loads(report_file.read_text()) == groups["bundle"].tflite_report

@@ -114,6 +114,7 @@ def assert_round_trip(model: CheckpointDir, folder, tmp_path) -> None:
         assert np.array_equal(variable.numpy(), theirs[name].numpy()), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["albert_tf1_tiny", "albert_tf1_groups"])
 def test_tf1_fixture_in_transformers(fixture, fixtures_dir, tmp_path, capsys):
     """The original checkpoints, converted and exported with the CLI: transformers computes the
@@ -287,6 +288,7 @@ def finetuned(tmp_path_factory):
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["classify", "regress", "tag", "squad", "multiple-choice"])
 def test_finetuned_in_transformers(task, finetuned, tmp_path, capsys):
     result, directory, inputs = finetuned[task]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tensorflow_hub as hub
 import tensorflow_text  # noqa: F401  (registers the preprocessing SavedModel's ops)
 import tf_keras as keras
 
 from tests import helpers
+
+pytestmark = pytest.mark.slow
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 

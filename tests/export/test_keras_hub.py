@@ -136,6 +136,7 @@ def classifier(tmp_path_factory):
 # === Parity on the TensorFlow backend ===
 
 
+@pytest.mark.slow
 def test_backbone_equals_the_original(tiny):
     backbone = keras_hub.models.AlbertBackbone.from_preset(str(tiny["preset"]))
     outputs = backbone(_feed(tiny["inputs"]))
@@ -143,6 +144,7 @@ def test_backbone_equals_the_original(tiny):
         np.testing.assert_allclose(outputs[name], tiny["reference"][name], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_masked_lm_has_our_head_and_its_epsilon_is_the_one_difference(tiny):
     """AlbertMaskedLM loads our MLM head: with ALBERT's LayerNorm epsilon set as the export's
     note says, its logits equal the original's to 1e-5; as loaded (epsilon 1e-5) they differ by
@@ -162,6 +164,7 @@ def test_masked_lm_has_our_head_and_its_epsilon_is_the_one_difference(tiny):
     assert any("sentence-order" in note for note in report["notes"])
 
 
+@pytest.mark.slow
 def test_groups_and_inner_groups_equal_ours(groups):
     """2 groups x 2 inner groups over 6 layers: keras-hub's group of each layer is ours."""
     source = load_checkpoint_dir(groups["checkpoint"])
@@ -176,6 +179,7 @@ def test_groups_and_inner_groups_equal_ours(groups):
     np.testing.assert_allclose(masked_lm(feed), mlm, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_classifier_has_our_head_and_our_logits(classifier):
     """AlbertTextClassifier loads our head's weights (not random ones) and, from raw strings
     through its own preprocessor, gives our logits."""
@@ -203,6 +207,7 @@ def test_classifier_has_our_head_and_our_logits(classifier):
 # === The tokenizer ===
 
 
+@pytest.mark.slow
 def test_tokenizer_gives_our_ids_except_where_documented(classifier, fixtures_dir):
     """keras-hub's AlbertTokenizer loaded from the preset gives the original's ids on the 166
     hard strings (uppercase and accents included) except the four with a digit-comma piece,
@@ -239,6 +244,7 @@ def test_model_normalizer_is_the_character_map_alone(fixtures_dir):
 # === Round trips: ours -> keras-hub -> ours, bit-identical ===
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tiny", "groups"])
 def test_round_trip_is_bit_identical(name, tiny, groups, tmp_path):
     """Every variable of the encoder and the MLM head comes back bit for bit (the SOP head
@@ -254,6 +260,7 @@ def test_round_trip_is_bit_identical(name, tiny, groups, tmp_path):
         np.testing.assert_array_equal(got_vars[key], value, err_msg=key)
 
 
+@pytest.mark.slow
 def test_classifier_round_trip_is_a_finetuned_model(classifier, tmp_path):
     """A classifier preset converts to a fine-tuned model directory that `predict` reads: the
     same variables bit for bit, the same labels and settings."""
@@ -296,6 +303,7 @@ def test_travelling_configs_and_their_notes():
     assert len(notes) == 1 and "one dropout rate" in notes[0]
 
 
+@pytest.mark.slow
 def test_without_the_extra_one_line_exit_2(tiny, tmp_path, capsys, monkeypatch):
     """`export --keras-hub` without keras-hub: one line naming the extra, nothing written."""
     monkeypatch.setitem(sys.modules, "keras_hub", None)
@@ -307,6 +315,7 @@ def test_without_the_extra_one_line_exit_2(tiny, tmp_path, capsys, monkeypatch):
     assert not output.exists()
 
 
+@pytest.mark.slow
 def test_refusal_is_one_line_exit_2_nothing_written(groups, fixtures_dir, tmp_path, capsys):
     """The groups fixture as it is (relu) cannot travel: refused before anything is written."""
     checkpoint = _convert_fixture(fixtures_dir, "albert_tf1_groups", tmp_path)
@@ -321,6 +330,7 @@ def test_refusal_is_one_line_exit_2_nothing_written(groups, fixtures_dir, tmp_pa
     assert not output.exists() and not list(tmp_path.glob(".out*"))
 
 
+@pytest.mark.slow
 def test_unshared_layers_and_equal_widths_travel(tmp_path):
     """shared_params="none" becomes one keras-hub group per layer; E == H an identity
     projection. keras-hub's backbone gives our outputs; the identity reads back as no
@@ -355,6 +365,7 @@ def test_unshared_layers_and_equal_widths_travel(tmp_path):
 # === The commands ===
 
 
+@pytest.mark.slow
 def test_commands_print_what_travelled(classifier, tiny, tmp_path, capsys):
     """`export --finetuned DIR --keras-hub` prints where it wrote, keras-hub's agreement and the
     tokenizer's exceptions; `convert --keras-hub-preset` writes our checkpoint."""

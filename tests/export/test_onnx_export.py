@@ -21,6 +21,8 @@ from albert_tf.export.encoder import ENCODER_INPUTS  # noqa: E402
 from tests import helpers  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 ROOT = REPO
 # Long enough for every string the raw-string tests tokenize.
 TEXT_SEQ_LENGTH = 512

@@ -119,6 +119,7 @@ def windowed(tmp_path_factory):
 LENGTHS = (0, 1, 5, 14, 20, 27, 40, 90)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("pair", "placement", "pooling", "stride", "bound"),
     [
@@ -171,6 +172,7 @@ def test_windowed_classifier_equals_serving(windowed, pair, placement, pooling, 
     assert np.ptp(got["logits"][:, 0]) > 0.1
 
 
+@pytest.mark.slow
 def test_export_writes_the_windowed_classifier(windowed):
     """`export --finetuned --onnx` of a windowed classifier: files that agree with serving/
     on long probe text, and the window settings in report.json."""
@@ -191,6 +193,7 @@ def test_export_writes_the_windowed_classifier(windowed):
     assert set(report["bytes"]) == {"classifier.onnx", "classifier_int8.onnx"}
 
 
+@pytest.mark.slow
 def test_empty_batch_gives_empty_outputs(windowed, tmp_path):
     """An empty batch through raw-string classifiers of one window and of three, of single
     texts and pairs, around the float32 and the int8 encoder: empty outputs of serving/'s

@@ -12,6 +12,8 @@ from albert_tf.export.tflite import TFLITE_FILES, pooled_output_drift, saved_mod
 from albert_tf.runtimes import tflite_runner
 from tests import helpers
 
+pytestmark = pytest.mark.slow
+
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 

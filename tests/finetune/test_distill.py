@@ -187,6 +187,7 @@ def test_distill_from_a_sentence_encoder(world, teacher_texts):
     assert record["eval"]["cosine"] > init + 0.4, (record["eval"]["cosine"], init)
 
 
+@pytest.mark.slow
 def test_stopped_run_resumes_where_it_stopped(world, monkeypatch, teacher_texts):
     from albert_tf.distill import trainer
 
@@ -239,6 +240,7 @@ def _labels(path, data):
     return np.array([r["label"] for r in records]), scores
 
 
+@pytest.mark.slow
 def test_distill_a_fine_tuned_classifier(world, classifier):
     from albert_tf.finetune.predict import load_finetuned
 
@@ -292,6 +294,7 @@ def _fails(capsys, args, words):
     assert len(err.splitlines()) == 1 and words in err, err
 
 
+@pytest.mark.slow
 def test_bad_inputs_fail_with_one_line(world, classifier, capsys):
     (world / "nothing").mkdir()
     (world / "nothing" / "weights.bin").write_bytes(b"0")

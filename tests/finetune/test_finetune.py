@@ -28,6 +28,7 @@ def classify_run(tmp_path_factory, fixtures_dir):
     return root, result
 
 
+@pytest.mark.slow
 def test_output_dir_holds_checkpoint_head_and_metadata(classify_run):
     root, result = classify_run
     model_dir = root / "model"
@@ -58,6 +59,7 @@ def test_batches_are_cut_after_their_longest_row_in_buckets():
     assert trimmed({"input_mask": np.zeros((2, 64), np.int32)})["input_mask"].shape == (2, 16)
 
 
+@pytest.mark.slow
 def test_predict_and_serving_equal_in_memory(classify_run):
     root, result = classify_run
     dev = result.task.load(str(root / "dev.tsv"), result.tokenizer)
@@ -99,6 +101,7 @@ def test_predict_and_serving_equal_in_memory(classify_run):
     assert [x.decode() for x in got["label"].numpy()] == [r["label"] for r in expected]
 
 
+@pytest.mark.slow
 def test_predict_carries_ids_and_reads_a_headerless_file(classify_run, capsys):
     root, _ = classify_run
     rows = (root / "dev.tsv").read_text().splitlines()[1:]  # index, sentence1, sentence2, label
@@ -119,6 +122,7 @@ def test_predict_carries_ids_and_reads_a_headerless_file(classify_run, capsys):
     assert [r["id"] for r in records] == [row.split("\t")[0] for row in rows]  # its index column
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_predict_runs_what_serving_runs_in_bfloat16(classify_run, tmp_path, dtype):
     """`predict` on a model that runs in bfloat16 (fine-tuned with `--dtype auto` on an

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from experiments import finetune_defaults as sweep
 from tests.helpers import write_config, write_pairs
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_sweep_records_each_run_once_and_resumes(tmp_path, fixtures_dir, capsys):

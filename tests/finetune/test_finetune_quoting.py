@@ -105,6 +105,7 @@ def quoted_pairs(count, seed):
     return rows
 
 
+@pytest.mark.slow
 def test_predict_evaluation_and_serving_agree_on_quoted_rows(tmp_path, fixtures_dir):
     write_csv_tsv(tmp_path / "train.tsv", quoted_pairs(24, seed=0))
     dev_rows = quoted_pairs(10, seed=1)

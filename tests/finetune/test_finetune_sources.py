@@ -32,6 +32,7 @@ def sp_model_97(tmp_path_factory):
     return train_sentencepiece([str(corpus)], 97, root / "sp97")
 
 
+@pytest.mark.slow
 def test_from_tf1_checkpoint(tmp_path, fixtures_dir, sp_model_97):
     tf1 = fixtures_dir / "albert_tf1_tiny"
     write_pairs(tmp_path / "train.tsv", 16, seed=0)
@@ -76,6 +77,7 @@ def test_tokenizer_larger_than_model_vocab_is_rejected(tmp_path, fixtures_dir):
     assert not (tmp_path / "model").exists()
 
 
+@pytest.mark.slow
 def test_from_tfhub_encoder_directory(tmp_path, fixtures_dir):
     encoder = AlbertEncoder(AlbertConfig.from_dict({**TINY_FINETUNE_CONFIG}))
     hub_dir = tmp_path / "hub"
@@ -104,6 +106,7 @@ def test_from_tfhub_encoder_directory(tmp_path, fixtures_dir):
     )
 
 
+@pytest.mark.slow
 def test_from_our_checkpoint_dir_via_cli(tmp_path, fixtures_dir):
     from albert_tf import cli
     from albert_tf.checkpoint import save_checkpoint_dir
@@ -147,7 +150,7 @@ def _pooler(variables):
     return {"kernel": found[2], "bias": found[1]}
 
 
-@pytest.mark.parametrize("kind", ["checkpoint", "hub"])
+@pytest.mark.parametrize("kind", ["checkpoint", pytest.param("hub", marks=pytest.mark.slow)])
 def test_reinit_pooler_gives_fresh_weights_and_keeps_the_rest(tmp_path, fixtures_dir, kind):
     from albert_tf.checkpoint import save_checkpoint_dir
 

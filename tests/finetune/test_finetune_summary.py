@@ -172,6 +172,7 @@ def pairs(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_summary_and_floor_warning_end_a_run_that_learns_nothing(pairs, fixtures_dir, capsys):
     assert _run(pairs, fixtures_dir, "--learning-rate", "1e-9", "--train-steps", 3) == 0
     err = capsys.readouterr().err.splitlines()
@@ -192,6 +193,7 @@ def test_summary_and_floor_warning_end_a_run_that_learns_nothing(pairs, fixtures
     assert f"accuracy {meta['bag_of_words']['value']:.4f} (± " in err[-4]
 
 
+@pytest.mark.slow
 def test_a_run_that_learns_nothing_restarts_with_the_next_seed(pairs, fixtures_dir, capsys):
     argv = ("--learning-rate", "1e-9", "--train-steps", 1, "--epochs", 1, "--seed", 7)
     assert _run(pairs, fixtures_dir, *argv, "--restarts", 2) == 0
@@ -286,6 +288,7 @@ def test_one_rule_for_better_epochs_and_runs():
     assert not improves(math.nan, math.nan)
 
 
+@pytest.mark.slow
 def test_seeds_report_mean_and_sd_and_keep_the_best_on_dev(pairs, fixtures_dir, capsys):
     argv = ("--seeds", 2, "--seed", 7, "--epochs", 1, "--train-steps", 1)
     assert _run(pairs, fixtures_dir, *argv) == 0

@@ -233,6 +233,7 @@ def _accuracy(root, config, fixtures_dir, max_windows):
     return result.record.best_value
 
 
+@pytest.mark.slow
 def test_windows_learn_a_label_past_token_300(late_label, fixtures_dir):
     root, config = late_label
     # 6 windows of 62 tokens side by side reach token 372; one window sees tokens 0-61.
@@ -240,6 +241,7 @@ def test_windows_learn_a_label_past_token_300(late_label, fixtures_dir):
     assert _accuracy(root, config, fixtures_dir, max_windows=1) <= 0.7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("placement", ["spread", "head-tail"])
 def test_regress_prediction_is_the_mean_over_windows_everywhere(tmp_path, placement):
     rng = random.Random(5)

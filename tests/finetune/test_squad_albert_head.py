@@ -17,6 +17,8 @@ from albert_tf.finetune.tasks.squad.heads import answer_mask
 from albert_tf.finetune.tasks.squad.postprocess import beam_spans, postprocess_squad_beam
 from tests.helpers import one_error_line
 
+pytestmark = pytest.mark.slow
+
 FIXTURE = "albert_tf1_squad_v2"
 BEAM = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index")
 

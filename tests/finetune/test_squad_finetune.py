@@ -19,6 +19,8 @@ from albert_tf.preprocess.normalize import preprocess_text
 from tests import helpers
 from tests.helpers import write_config
 
+pytestmark = pytest.mark.slow
+
 FACTS = [
     (
         "Paris is the capital of France and its largest city.",

@@ -6,11 +6,14 @@ import json
 import random
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from albert_tf import cli
 from albert_tf.finetune.inference import batched_outputs
 from tests.helpers import finetune_files
+
+pytestmark = pytest.mark.slow
 
 FAST = dict(epochs=1, batch_size=4, learning_rate=1e-3, dtype="float32", seed=4)
 

@@ -52,6 +52,7 @@ print("USER MODULES IMPORTED:", users)
 """
 
 
+@pytest.mark.slow
 def test_a_script_beside_its_own_preprocess_export_and_tokenizer_files(tmp_path):
     for name in USER_FILES:
         (tmp_path / f"{name}.py").write_text(f"raise RuntimeError('the user\\'s {name}.py')\n")

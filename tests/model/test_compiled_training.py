@@ -15,6 +15,8 @@ from albert_tf.layers.dropout import seeded_dropout
 from albert_tf.pretraining.losses import pretraining_sums, replica_loss
 from tests import helpers
 
+pytestmark = pytest.mark.slow
+
 
 def _loss_and_gradients(fixture: Path, dtype: str, enabled: bool):
     """Loss and gradients of the pretraining loss (dropout seeded) on the fixture's checkpoint,

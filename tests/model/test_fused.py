@@ -72,6 +72,7 @@ def test_fused_kernels_only_where_requested():
     helpers.assert_outputs_close(eager, expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_saved_model_never_holds_fused_kernels(tmp_path: Path):
     encoder = AlbertEncoder(helpers.tiny_config())
     inputs = helpers.make_inputs(encoder.config, batch=2, seq=8)

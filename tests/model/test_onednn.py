@@ -81,6 +81,7 @@ def _env(value: str | None) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", [None, "0", "1"])
 def test_albert_tf_process_runs_with_its_choice(value):
     """What TensorFlow does in a process started by the `albert-tf` entry point."""
@@ -99,6 +100,7 @@ def test_albert_tf_process_runs_with_its_choice(value):
     assert line == f"oneDNN {value != '0'}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["0", "1"])
 def test_fixtures_agree_on_both_paths(value, fixtures_dir):
     """The tests that check the encoder against the original's outputs within 1e-5 (float32 and

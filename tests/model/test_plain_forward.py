@@ -43,6 +43,7 @@ def test_training_path_with_per_layer_weights_equals_plain(encoder_and_inputs):
     helpers.assert_outputs_close(encoder(inputs, training=True), expected, atol=ATOL)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not fused.onednn_kernels_available(), reason="no oneDNN kernels here")
 def test_onednn_path_equals_plain(encoder_and_inputs):
     encoder, inputs = encoder_and_inputs

@@ -78,6 +78,7 @@ def _reviews(root):
     (root / "dev.tsv").write_text("\n".join(rows[:9]) + "\n")
 
 
+@pytest.mark.slow
 def test_finetune_from_the_name_and_from_random_of_the_same_shape(tmp_path, capsys):
     _reviews(tmp_path)
     common = ["finetune", "--task", "classify", "--train", str(tmp_path / "train.tsv")]
@@ -96,6 +97,7 @@ def test_finetune_from_the_name_and_from_random_of_the_same_shape(tmp_path, caps
         ).read_bytes()
 
 
+@pytest.mark.slow
 def test_pretrain_continues_from_the_name_with_its_config(tmp_path, capsys):
     config = resolve_config(NAME)
     records = tmp_path / "train.tfrecord"
@@ -136,6 +138,7 @@ def test_a_misspelt_name_names_the_nearest_shipped_one(command, tmp_path, capsys
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_evaluate_and_export_take_the_name(tmp_path, capsys):
     config = resolve_config(NAME)
     helpers.write_pretraining_records(
@@ -151,6 +154,7 @@ def test_evaluate_and_export_take_the_name(tmp_path, capsys):
     assert (tmp_path / "hub" / "preprocess" / "saved_model.pb").is_file()
 
 
+@pytest.mark.slow
 def test_exported_to_transformers_it_computes_what_ours_does(shipped, tmp_path, capsys):
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")

@@ -94,6 +94,7 @@ def test_rows_cover_the_three_tables():
     assert {(r.shared_params, r.embedding_size) for r in table5} == {("all", e0)}
 
 
+@pytest.mark.slow
 def test_small_run_end_to_end_resumes_and_guards_its_data(tmp_path):
     work = tmp_path / "work"
     first = _run("--small", "--quiet", "--work", str(work))

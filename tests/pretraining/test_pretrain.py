@@ -102,6 +102,7 @@ def test_checkpoint_loads_with_the_core_reader(first_run):
     assert any(np.array_equal(reader.get_tensor(n), table) for n in names if "optimizer" not in n)
 
 
+@pytest.mark.slow
 def test_same_run_resumes_and_another_run_is_refused(corpus, tmp_path):
     output = tmp_path / "run"
     _run(corpus, output, train_steps=2, eval=None)
@@ -139,6 +140,7 @@ def test_settings_take_the_flags_names_and_each_default_once(corpus):
     assert {k: getattr(args, k) for k in cli_defaults()} == cli_defaults()
 
 
+@pytest.mark.slow
 def test_init_checkpoint_starts_from_its_weights(corpus, first_run, tmp_path):
     source, source_result = first_run
     result = _run(corpus, tmp_path / "continued", init=str(source), train_steps=1)
@@ -149,6 +151,7 @@ def test_init_checkpoint_starts_from_its_weights(corpus, first_run, tmp_path):
     assert (tmp_path / "continued" / "spm.model").exists()  # taken from the init checkpoint
 
 
+@pytest.mark.slow
 def test_float16_with_loss_scaling_and_a_time_limit(corpus, tmp_path):
     output = tmp_path / "fp16"
     result = _run(corpus, output, dtype="float16", train_steps=50, minutes=1e-6, steps_per_loop=1)

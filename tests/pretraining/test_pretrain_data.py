@@ -141,6 +141,7 @@ def test_eval_dataset_pads_the_last_batch_with_zero_weight(tmp_path):
     assert len(_numpy(data_lib.eval_dataset(spec, 8, max_examples=16))) == 2
 
 
+@pytest.mark.slow
 def test_unmasked_shards_are_masked_in_the_pipeline_reproducibly(tmp_path):
     helpers.write_pretraining_records(tmp_path / "u.tfrecord", 24, seed=5, unmasked=True)
     spec = data_lib.inspect_data(str(tmp_path / "u.tfrecord"), TINY)

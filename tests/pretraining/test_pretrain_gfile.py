@@ -81,6 +81,7 @@ def _run(ram, output, **kwargs):
     return pretrain(PretrainSettings(ram["train"], ram["config"], output, **settings))
 
 
+@pytest.mark.slow
 def test_pretrain_writes_and_resumes_a_ram_run(ram, fixtures_dir):
     output = join(ram["root"], "run")
     result = _run(ram, output, eval=ram["eval"], sp_model=ram["sp_model"])

@@ -26,6 +26,8 @@ from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
 from tests import helpers
 
+pytestmark = pytest.mark.slow
+
 CONFIG = helpers.tiny_pretraining_config(vocab_size=1000)
 
 

@@ -154,6 +154,7 @@ def test_xla_training_with_dropout_and_accumulation_runs_and_replays():
     np.testing.assert_allclose(first, _loop_losses(config, "bfloat16", 2, jit=False), atol=0.1)
 
 
+@pytest.mark.slow
 def test_accumulated_micro_batches_equal_one_batch():
     config = helpers.tiny_pretraining_config(vocab_size=100)
     whole = _loop_losses(config, "float32", 1, jit=False, steps=3)
@@ -170,6 +171,7 @@ def shards(tmp_path_factory):
     return str(root / "a.tfrecord")
 
 
+@pytest.mark.slow
 def test_loops_are_cut_at_checkpoints_and_logs_keep_their_steps(shards, tmp_path):
     settings = PretrainSettings(
         shards,
@@ -194,6 +196,7 @@ def test_loops_are_cut_at_checkpoints_and_logs_keep_their_steps(shards, tmp_path
     assert record["max_seq_length"] == SEQ
 
 
+@pytest.mark.slow
 def test_minutes_stop_within_one_loop_of_the_budget(shards, tmp_path):
     budget = 0.4  # 24 s: the first loop (which traces the step) takes 6-10 s on a 2-core VM
     settings = PretrainSettings(
@@ -220,6 +223,7 @@ def test_minutes_stop_within_one_loop_of_the_budget(shards, tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith(f"ckpt-{result.step}")
 
 
+@pytest.mark.slow
 def test_check_command_runs_every_stage(tmp_path, capsys):
     report = tmp_path / "check.json"
     args = ["check", "--config", "tiny", "--batch-size", "4", "--max-seq-length", "32"]

@@ -50,6 +50,7 @@ def _settings(shard, output, **overrides) -> PretrainSettings:
     return PretrainSettings(shard, CONFIG, str(output), **values | overrides)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_saves_the_step_reached_and_returns_preempted(
     shard, tmp_path, monkeypatch, signum
@@ -73,6 +74,7 @@ def test_a_signal_saves_the_step_reached_and_returns_preempted(
     assert signal.getsignal(signum) == before  # the handlers are put back
 
 
+@pytest.mark.slow
 def test_loops_are_cut_to_fit_the_preemption_grace(shard, tmp_path):
     """After the first loop (the only one not timed yet), loops hold what fits in the grace:
     with 1 ms, one step each."""
@@ -128,6 +130,7 @@ def _checkpoints(output: Path) -> list[str]:
     return [Path(p).name for p in state.all_model_checkpoint_paths]
 
 
+@pytest.mark.slow
 def test_a_torn_newest_checkpoint_falls_back_to_the_one_before(shard, tmp_path, capfd):
     output = tmp_path / "run"
     pretrain(_settings(shard, output, train_steps=4))
@@ -146,6 +149,7 @@ def test_a_torn_newest_checkpoint_falls_back_to_the_one_before(shard, tmp_path, 
     check_checkpoint_files(str(output / "ckpt-4"))  # written again, whole
 
 
+@pytest.mark.slow
 def test_no_checkpoint_that_restores_is_an_error(shard, tmp_path):
     output = tmp_path / "run"
     pretrain(_settings(shard, output, train_steps=4))
@@ -155,6 +159,7 @@ def test_no_checkpoint_that_restores_is_an_error(shard, tmp_path):
         pretrain(_settings(shard, output, train_steps=6))
 
 
+@pytest.mark.slow
 def test_finetune_terminated_leaves_no_output(tmp_path, fixtures_dir):
     """SIGTERM mid-training: exit 143 with one line; no --output, no temporary directory, and
     with --overwrite the previous output untouched."""

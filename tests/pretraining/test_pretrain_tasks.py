@@ -92,6 +92,7 @@ def _summary_tags(directory) -> set[str]:
     return tags
 
 
+@pytest.mark.slow
 def test_nsp_data_trains_and_reports_nsp_metrics(runs):
     output, result, _ = runs["nsp"]
     assert result.sentence_task == "nsp" and result.step == 2
@@ -107,6 +108,7 @@ def test_nsp_data_trains_and_reports_nsp_metrics(runs):
     assert not {"sop_loss", "sop_accuracy"} & _summary_tags(output / "logs" / "eval")
 
 
+@pytest.mark.slow
 def test_none_data_trains_the_mlm_loss_alone(runs):
     output, result, _ = runs["none"]
     assert result.sentence_task == "none"
@@ -138,6 +140,7 @@ def test_none_data_trains_the_mlm_loss_alone(runs):
 # === evaluate ===
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("train", ["sop", "nsp", "none"])
 def test_evaluate_equals_the_trainers_final_evaluation(runs, data, train):
     output, result, eval_data = runs[train]
@@ -154,6 +157,7 @@ def test_evaluate_equals_the_trainers_final_evaluation(runs, data, train):
         assert metrics[key] == pytest.approx(final[key], abs=1e-6), key
 
 
+@pytest.mark.slow
 def test_evaluate_names_metrics_by_the_datas_task(runs, data):
     output = runs["sop"][0]
     on_nsp = evaluate(output, data["nsp_eval"], batch_size=BATCH, max_examples=10)
@@ -203,6 +207,7 @@ def test_evaluate_a_converted_original_checkpoint(tmp_path, fixtures_dir):
         assert metrics[key] == pytest.approx(value, abs=1e-5), key
 
 
+@pytest.mark.slow
 def test_evaluate_cli_prints_one_line_and_writes_json_once(runs, data, tmp_path, capsys):
     output, result, _ = runs["nsp"]
     target = tmp_path / "eval.json"
@@ -248,6 +253,7 @@ def _bad_case(case, runs, data, tmp_path):
     return copy, data["sop_eval"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case, error, message",
     [

@@ -15,6 +15,8 @@ import tf_keras
 from albert_tf.errors import ExportError, OutputError, TokenizerError
 from albert_tf.preprocess.preprocess_model import save_preprocess_model
 
+pytestmark = pytest.mark.slow
+
 SEQ_LENGTH = 16
 KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 

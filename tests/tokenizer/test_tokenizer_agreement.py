@@ -150,7 +150,14 @@ def original(sp_model) -> Callable[[str], list[int]]:
     return lambda text: _original_ids(sp, text)
 
 
-@pytest.fixture(scope="module", params=list(TOKENIZERS))
+# The Python reference is quick; the others build a SavedModel or need the session's exports.
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(name, marks=[] if name == "python" else pytest.mark.slow)
+        for name in TOKENIZERS
+    ],
+)
 def tokenizer(request, sp_model) -> tuple:
     return (request.param, *TOKENIZERS[request.param](request, sp_model))
 
