@@ -27,10 +27,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"pretraining wall time in minutes (default: {DEFAULT_MINUTES:g})",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    parser.add_argument(
+        "--dtype",
+        choices=("auto", "float32", "bfloat16"),
+        default="auto",
+        help="pretraining's compute dtype (default: auto, bfloat16 where the CPU has AMX or "
+        "AVX-512 BF16, else float32)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from albert_tf.quickstart import run_quickstart
 
-    run_quickstart(args.output, minutes=args.minutes, overwrite=args.overwrite)
+    run_quickstart(args.output, minutes=args.minutes, overwrite=args.overwrite, dtype=args.dtype)
     return 0

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from albert_tf.dtypes import resolve_dtype
 from albert_tf.environment import check_tensorflow_hub
 from albert_tf.errors import ConfigError
 from albert_tf.io_utils import atomic_dir, atomic_file, check_can_create, check_output_path
@@ -76,6 +77,7 @@ class QuickstartResult:
     train_history: list[dict] = field(default_factory=list)
     eval_history: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    dtype: str = ""  # the compute dtype pretraining ran in (bfloat16 or float32)
 
 
 def is_quickstart_output(path: Path) -> bool:
@@ -118,20 +120,23 @@ def run_quickstart(
     minutes: float = DEFAULT_MINUTES,
     overwrite: bool = False,
     log: Callable[[str], None] = lambda line: print(line, flush=True),
+    dtype: str = "auto",
 ) -> QuickstartResult:
     """Runs the quickstart pipeline into `out` (see the module docstring) and returns its figures.
 
-    Raises ConfigError for a non-positive `minutes` and OutputError when `out` exists (without
-    `overwrite`, and not written by a previous quickstart) or cannot be written, before any heavy
-    work.
+    `dtype` is pretraining's compute dtype ("auto": bfloat16 where the CPU has AMX or AVX-512
+    BF16, else float32). Raises ConfigError for a non-positive `minutes` or an unknown `dtype`,
+    and OutputError when `out` exists (without `overwrite`, and not written by a previous
+    quickstart) or cannot be written, before any heavy work.
     """
     target = validate_arguments(out, minutes, overwrite)
+    dtype = resolve_dtype(dtype, "CPU")
     steps = _Steps(9, log)
     log(f"albert-tf quickstart: a tiny ALBERT from scratch on CPU, into {target}")
     if is_quickstart_output(target):
         log("      (replacing the previous quickstart's output there when this run completes)")
     with atomic_dir(target, overwrite=True) as work:
-        sp_model, vocab_size, config, history = _build(work, target, minutes, steps)
+        sp_model, vocab_size, config, history = _build(work, target, minutes, dtype, steps)
 
     # The outputs are complete and in place: a new process reloads them while this one measures.
     reload = start_new_process(target / "hub", RELOAD_SENTENCE)
@@ -161,6 +166,7 @@ def run_quickstart(
         train_history=history.train_history,
         eval_history=history.eval_history,
         seconds=time.monotonic() - steps.started,
+        dtype=dtype,
     )
     with atomic_file(target / "results.json") as tmp:
         tmp.write_text(json.dumps(asdict(result), indent=2) + "\n")
@@ -217,7 +223,7 @@ def _measure(
     return _Measured(heldout, scores, demos, shipped, curves)
 
 
-def _build(work: Path, target: Path, minutes: float, steps: _Steps):
+def _build(work: Path, target: Path, minutes: float, dtype: str, steps: _Steps):
     """Steps 1-5 into `work` (which becomes `target`): corpus, vocabulary, pretraining data,
     the pretrained tiny model and its TF-Hub modules. Returns (sp_model, vocab_size, config,
     the pretraining result)."""
@@ -245,7 +251,7 @@ def _build(work: Path, target: Path, minutes: float, steps: _Steps):
     steps.done(f"{train_count} training instances, {heldout_count} held out")
 
     steps.start(f"Pretraining the tiny preset for {minutes:g} min on the CPU")
-    config, history = _pretrain(work, sp_model, vocab_size, minutes)
+    config, history = _pretrain(work, sp_model, vocab_size, minutes, dtype)
     steps.done(f"{history.step} steps of batch {BATCH_SIZE}")
 
     steps.start("Exporting the TF-Hub encoder and preprocess modules")
@@ -313,7 +319,7 @@ def _pretraining_data(text: Path, sp_model: Path, output: Path, dupe_factor: int
     return int(stats["num_instances"])
 
 
-def _pretrain(work: Path, sp_model: Path, vocab_size: int, minutes: float):
+def _pretrain(work: Path, sp_model: Path, vocab_size: int, minutes: float, dtype: str):
     """Pretrains the tiny preset on work/data for `minutes`, evaluating on work/heldout_data
     EVALUATIONS times; returns (config, PretrainResult).
 
@@ -341,5 +347,6 @@ def _pretrain(work: Path, sp_model: Path, vocab_size: int, minutes: float):
         log_every=max(min(50, train_steps // 20), 1),
         minutes=minutes,
         seed=SEED,
+        dtype=dtype,
     )
     return config, pretrain(settings)

@@ -33,7 +33,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from albert_tf.export.onnx.encoder import OPSET, GraphBuilder
-from albert_tf.export.onnx.text import CONTRIB, guard_empty_batch, preprocess_graph, with_preprocess
+from albert_tf.export.onnx.text import CONTRIB, preprocess_graph, raw_string_models
 
 SQUAD_INPUTS = ("question", "context")
 BEAM_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index")
@@ -511,8 +511,6 @@ def squad_graphs(
     finetuned: Any, encoders: dict[str, onnx.ModelProto]
 ) -> dict[str, onnx.ModelProto]:
     """The raw-string SQuAD model around each of `encoders` (kind -> encoder graph)."""
-    from onnx import compose
-
     settings = finetuned.task.settings
     preprocess = preprocess_graph(
         finetuned.tokenizer,
@@ -524,22 +522,7 @@ def squad_graphs(
     preprocess = _renamed_inputs(
         preprocess, dict(zip(("text", "text_pair"), SQUAD_INPUTS, strict=True))
     )
-    head = compose.add_prefix(
-        head_graph(finetuned), "head/", rename_inputs=False, rename_outputs=False
-    )
-    names = [o.name for o in head.graph.output]
-    graphs = {}
-    for kind, encoder in encoders.items():
-        merged = compose.merge_models(
-            with_preprocess(preprocess, encoder),
-            head,
-            io_map=[(i.name, i.name) for i in head.graph.input],
-        )
-        outputs = {o.name: o for o in merged.graph.output}
-        del merged.graph.output[:]
-        merged.graph.output.extend(outputs[name] for name in names)
-        graphs[kind] = guard_empty_batch(merged)
-    return graphs
+    return raw_string_models(preprocess, head_graph(finetuned), encoders)
 
 
 SQUAD_FILES = {"float32": "squad.onnx", "int8": "squad_int8.onnx"}
@@ -569,23 +552,17 @@ def probe_questions(tokenizer: Any, vocab_size: int) -> dict[str, np.ndarray]:
 def write_onnx_squad(source: Any, target: Any) -> dict[str, Any]:
     """The fine-tuned `onnx` writer for a SQuAD model with ALBERT's head: `squad.onnx` (float32
     encoder) and `squad_int8.onnx` (ORT's fusions and dynamic int8 on the encoder) into
-    `target`, checked against serving/ on `probe_questions`; returns the report. ExportError
-    for BERT's head."""
+    `target`, checked against serving/ on `probe_questions`; returns the report. The model has
+    ALBERT's head (`albert_tf.export.onnx.classifier.write_onnx_classifier` refuses BERT's)."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
 
-    from albert_tf.errors import ExportError
     from albert_tf.export.onnx import optimize
     from albert_tf.export.onnx.encoder import encoder_graph
     from albert_tf.export.onnx.writer import run, save_models, session
     from albert_tf.finetune.directory import SERVING_DIR
 
     finetuned = source.finetuned
-    if not finetuned.task.albert_head:
-        raise ExportError(
-            "ONNX export of fine-tuned models covers classify tasks and SQuAD with ALBERT's "
-            "SQuAD 2.0 head (the default on v2.0 data); this one has --squad-head bert"
-        )
     config = finetuned.model.encoder.config
     float32 = encoder_graph(finetuned.model.encoder)
     fused = optimize.fuse(float32, config.num_attention_heads, config.hidden_size)
