@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 HELP = (
-    "Serve fine-tuned models (classifiers, SQuAD: each DIR/triton/ repository) "
+    "Serve fine-tuned models (classifiers, regression, SQuAD: each DIR/triton/ repository) "
     "from one Triton over KServe v2 HTTP; --create-env first makes the environment Triton "
     "runs in."
 )

@@ -1,8 +1,8 @@
 """The writer of a fine-tuned model's Triton model repository: `export --finetuned DIR --triton`.
 
 `write_triton` lays `DIR/triton/` out as `albert_tf.runtimes.triton.layout` says (the names,
-`config.pbtxt`): the int8 raw-string model (a classifier, or SQuAD with either head), the
-Python-backend model file that runs it (`albert_tf.runtimes.triton.model`, copied as
+`config.pbtxt`): the int8 raw-string model (a classifier, a regression, or SQuAD with either
+head), the Python-backend model file that runs it (`albert_tf.runtimes.triton.model`, copied as
 `model.py`), and the report of its agreement with `predict` on probe texts. `albert-tf serve
 DIR` serves what it writes.
 """
@@ -169,19 +169,24 @@ def _classifier_agreement(finetuned: Any, runner: Any, inputs: list[str], nul: s
 def write_triton(source: Any, target: Path) -> dict[str, Any]:
     """The fine-tuned `triton` writer (`albert_tf.export.writers`): the repository that
     `albert_tf.runtimes.triton.layout` describes, into `target`; returns the report (agreement
-    with `predict`). ExportError for a task it does not serve."""
+    with `predict`). ExportError for a task it does not serve (`MODEL_NAMES` lists those it
+    does)."""
     import shutil
 
     import onnx
 
+    from albert_tf.errors import ExportError
     from albert_tf.export.onnx import optimize
-    from albert_tf.export.onnx.classifier import check_exportable, classifier_graphs
+    from albert_tf.export.onnx.classifier import classifier_graphs
     from albert_tf.export.onnx.encoder import encoder_graph
 
     finetuned = source.finetuned
     task = finetuned.task.settings.task
-    if task != "squad":
-        check_exportable(finetuned.task)
+    if task not in MODEL_NAMES:
+        raise ExportError(
+            f"Triton export of fine-tuned models covers {', '.join(MODEL_NAMES)} tasks; "
+            f"this one is {task}"
+        )
     settings = finetuned.settings
     config = finetuned.model.encoder.config
     fused = optimize.fuse(

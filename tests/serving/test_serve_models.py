@@ -1,7 +1,7 @@
 """Several models in one `albert-tf serve`, and every task it serves (issue 63, items 2 and 3):
-a classifier and SQuAD models with either head from one Triton, each under its folder's name,
-each answering as `predict` does; a failed reload of one leaves all serving; names that clash
-are refused.
+a classifier, a regression of text pairs and SQuAD models with either head from one Triton,
+each under its folder's name, each answering as `predict` does; a failed reload of one leaves
+all serving; names that clash are refused.
 """
 
 from __future__ import annotations
@@ -66,6 +66,27 @@ def _reader(root: Path, head: str) -> Path:
 
 
 @pytest.fixture(scope="module")
+def similarity(tmp_path_factory, serve_env) -> Path:
+    """A tiny regression of text pairs fine-tuned, exported with --triton; its directory."""
+    from albert_tf.cli import main
+
+    root = tmp_path_factory.mktemp("similarity")
+    words = ["the", "film", "plot", "cast", "was", "great", "awful", "quiet", "study", "of", "time"]
+    lines = ["sentence1\tsentence2\tscore"]
+    for i in range(24):
+        text = " ".join((words * 3)[i % 5 : i % 5 + 2 + i])
+        lines.append(f"{text}\t{words[i % 7]}\t{len(text.split()) / 5:.1f}")
+    (root / "train.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    helpers.finetune_files(
+        root, "regress", eval_file=None, max_seq_length=16, epochs=1, batch_size=8,
+        # large initial weights: different texts get clearly different values
+        config=str(helpers.write_config(root, initializer_range=0.15)),
+    )  # fmt: skip
+    assert main(["export", "--finetuned", str(root / "model"), "--triton"]) == 0
+    return root / "model"
+
+
+@pytest.fixture(scope="module")
 def readers(tmp_path_factory, serve_env) -> dict[str, Path]:
     """SQuAD models with ALBERT's head and BERT's, by head."""
     return {head: _reader(tmp_path_factory.mktemp(head), head) for head in ("albert", "bert")}
@@ -109,19 +130,25 @@ def test_the_squad_repository_holds_the_reader_and_its_agreement(readers, head):
 
 
 @pytest.mark.slow
-def test_one_server_serves_each_model_as_predict(finetuned, readers, tmp_path):
-    """A classifier and SQuAD models with either head from one Triton, each under its folder's
-    name: labels and answers with their characters exact, scores within int8's tolerance; a
-    reload of one that Triton cannot load leaves all serving."""
-    from albert_tf.export.triton.repository import predict_squad
+def test_one_server_serves_each_model_as_predict(finetuned, similarity, readers, tmp_path):
+    """A classifier, a regression of text pairs and SQuAD models with either head from one
+    Triton, each under its folder's name: labels and answers with their characters exact,
+    values and scores within int8's tolerance; a reload of one that Triton cannot load leaves
+    all serving."""
+    from albert_tf.export.triton.repository import predict_squad, predict_texts
     from albert_tf.finetune.predict import load_finetuned
     from albert_tf.io_utils import atomic_dir
 
     sentiment = _named(finetuned, "sentiment", tmp_path)
+    pairs = _named(similarity, "similarity", tmp_path)
     squad = {head: _named(readers[head], f"{head}-reader", tmp_path) for head in readers}
-    server = Server(sentiment, *squad.values())
+    server = Server(sentiment, pairs, *squad.values())
     try:
         want = _predict(finetuned, TEXTS)
+        texts = {"text": TEXTS, "text_pair": TEXTS[::-1]}
+        values = [r["prediction"] for r in predict_texts(load_finetuned(similarity), texts)]
+        report = json.loads((similarity / "triton" / "report.json").read_text())
+        value_tolerance = BATCH_FACTOR * report["against_predict"]["values_max_abs_diff"]
         records = {
             head: predict_squad(load_finetuned(readers[head]), QUESTIONS, CONTEXTS)
             for head in readers
@@ -138,6 +165,10 @@ def test_one_server_serves_each_model_as_predict(finetuned, readers, tmp_path):
                 rtol=0,
                 atol=_served_tolerance(finetuned),
             )
+            status, answer = server.infer(_infer_texts(TEXTS, TEXTS[::-1]), "similarity")
+            assert status == 200, answer
+            got = _outputs(answer)["value"]
+            np.testing.assert_allclose(got, values, rtol=0, atol=value_tolerance)
             for head, directory in readers.items():
                 body = _squad_body(QUESTIONS, CONTEXTS)
                 status, answer = server.infer(body, f"{head}-reader")
@@ -159,6 +190,10 @@ def test_one_server_serves_each_model_as_predict(finetuned, readers, tmp_path):
 
         check()
         assert server.get("/v2/models/sentiment")[1]["labels"] == ["neg", "pos"]
+        metadata = server.get("/v2/models/similarity")[1]
+        assert metadata["task"] == "regress" and "labels" not in metadata
+        assert [i["name"] for i in metadata["inputs"]] == ["text", "text_pair"]
+        assert metadata["outputs"] == [{"name": "value", "datatype": "FP32", "shape": [-1]}]
         metadata = server.get("/v2/models/albert-reader")[1]
         assert metadata["task"] == "squad" and "labels" not in metadata
         assert [o["name"] for o in metadata["outputs"]] == [
@@ -179,9 +214,16 @@ def test_one_server_serves_each_model_as_predict(finetuned, readers, tmp_path):
         assert server.stop() == 0
 
 
-def _infer_texts(texts: list[str]) -> bytes:
+def _infer_texts(texts: list[str], pairs: list[str] | None = None) -> bytes:
+    """A request of `texts` (and `pairs` as `text_pair`)."""
+    inputs = [("text", texts)] + ([("text_pair", pairs)] if pairs else [])
     return json.dumps(
-        {"inputs": [{"name": "text", "datatype": "BYTES", "shape": [len(texts)], "data": texts}]}
+        {
+            "inputs": [
+                {"name": name, "datatype": "BYTES", "shape": [len(values)], "data": values}
+                for name, values in inputs
+            ]
+        }
     ).encode()
 
 

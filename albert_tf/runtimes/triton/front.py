@@ -24,7 +24,6 @@ class ServeOptions:
 
     Attributes:
         host, port: where the KServe v2 HTTP front listens.
-        model_name: the model's name in the URLs (`albert-tf serve` with one DIR).
         grpc_port, metrics_port: Triton's own gRPC and metrics ports, on `host`; None: a port
             free at start (`albert_tf.runtimes.triton.server.with_free_ports`).
         triton_port: Triton's HTTP port, on 127.0.0.1 (the front's upstream); None: a port
@@ -40,7 +39,6 @@ class ServeOptions:
 
     host: str = "127.0.0.1"
     port: int = 8000
-    model_name: str = MODEL_NAME
     grpc_port: int | None = None
     metrics_port: int | None = None
     triton_port: int | None = None
@@ -155,7 +153,8 @@ class ServedModel:
 
 
 class Front:
-    """The routes of the models `names`, over Triton at `upstream`; `upstream`, `engine`,
+    """The routes of the models `names` (by default one, `classifier`), over Triton at
+    `upstream`; `upstream`, `engine`,
     `ready`, `draining`, `closed` and each model's `meta` are set by the server.
 
     `engine` is the tritonserver process the server started (a `subprocess.Popen`): the front
@@ -165,7 +164,7 @@ class Front:
 
     def __init__(self, options: ServeOptions, names: list[str] | None = None, upstream: str = ""):
         self.options = options
-        self.models = {name: ServedModel(name) for name in names or [options.model_name]}
+        self.models = {name: ServedModel(name) for name in names or [MODEL_NAME]}
         self.upstream = upstream
         self.engine: Any = None
         self.ready = False

@@ -382,15 +382,16 @@ async def _serve(env: ServeEnv, sources: dict[str, Path], options: ServeOptions,
                     "version": repository.version,
                 }
             front.ready = True
-            for name, source in sources.items():
+            engine = (
+                f" (KServe v2; Triton gRPC {options.host}:{ports.grpc_port}, metrics "
+                f"{options.host}:{ports.metrics_port}, HTTP 127.0.0.1:{ports.triton_port})"
+            )
+            for i, (name, source) in enumerate(sources.items(), start=1):
                 log(
                     f"serving {name} from {source} at "
                     f"http://{options.host}:{options.port}/v2/models/{name}/infer"
+                    + (engine if i == len(sources) else "")
                 )
-            log(
-                f"(KServe v2; Triton gRPC {options.host}:{ports.grpc_port}, metrics "
-                f"{options.host}:{ports.metrics_port}, HTTP 127.0.0.1:{ports.triton_port})"
-            )
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
