@@ -139,9 +139,9 @@ FINETUNED_WRITERS = (
            _M + "tflite:write_tflite_classifier", _M + "tflite:check_tflite_classifier",
            _M + "tflite:describe_tflite_classifier", report=True),
     Writer("triton", "triton", "Triton model repository",
-           "DIR/triton/, a Triton model repository of the int8 raw-string classifier "
-           "(config.pbtxt with dynamic batching, model.py, model.onnx, report.json), which "
-           "`albert-tf serve DIR` serves",
+           "DIR/triton/, a Triton model repository of the int8 raw-string classifier, "
+           "regression or SQuAD model (config.pbtxt with dynamic batching, model.py, model.onnx, "
+           "report.json), which `albert-tf serve DIR` serves",
            _M + "triton.repository:write_triton", _M + "onnx.writer:check_onnx",
            _M + "triton.repository:describe_triton", report=True),
 )  # fmt: skip
