@@ -109,7 +109,8 @@ def wikipedia_documents(dest: Path) -> Iterator[tuple[str, list[str]]]:
 # === Evaluation sentences kept out ===
 
 
-def _key(sentence: str) -> str:
+def normalized(sentence: str) -> str:
+    """The form sentences are compared in: lower-cased, runs of whitespace as one space."""
     return " ".join(sentence.lower().split())
 
 
@@ -124,13 +125,14 @@ def rotten_tomatoes_keys(dest: Path) -> set[str]:
             m for m in inner.getmembers() if m.name.endswith("movieReviewSnippets_GroundTruth.txt")
         )
         rows = inner.extractfile(member).read().decode("latin-1").splitlines()  # type: ignore[union-attr]
-    return {_key(row.split("\t", 2)[2]) for row in rows if row.count("\t") >= 2}
+    return {normalized(row.split("\t", 2)[2]) for row in rows if row.count("\t") >= 2}
 
 
 # === Corpus ===
 
 
-def _sentences(lines: Iterable[str]) -> Iterator[str]:
+def corpus_sentences(lines: Iterable[str]) -> Iterator[str]:
+    """The sentences of MIN_WORDS to MAX_WORDS words in a document's lines."""
     for line in lines:
         for sentence in split_sentences(line):
             if MIN_WORDS <= len(sentence.split()) <= MAX_WORDS:
@@ -147,8 +149,8 @@ def write_corpus(readers: dict[str, Iterable[Document]], excluded: set[str], fol
     for name, documents in readers.items():
         count = {"sentences": 0, "repeats": 0, "rotten_tomatoes": 0, "heldout": 0}
         for document, lines in documents:
-            for sentence in _sentences(lines):
-                key = _key(sentence)
+            for sentence in corpus_sentences(lines):
+                key = normalized(sentence)
                 if key in excluded:
                     count["rotten_tomatoes"] += 1
                     continue
