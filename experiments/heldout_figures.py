@@ -311,8 +311,10 @@ def records(work: Path, text: Path) -> Path:
     return out
 
 
-def models(work: Path) -> dict[str, str | Path]:
-    """The card's models: checkpoint directories (from git history when not in the tree)."""
+def models(work: Path) -> dict[str, Path]:
+    """The card's models: checkpoint directories (from git history when not in the tree; the
+    shipped float16 weights as the package's cache writes them)."""
+    from albert_tf.pretrained import checkpoint_dir
 
     def restore(stage: int) -> Path:
         return history.restore(distillation.resume_dir(stage), distillation.CHECKPOINTS)
@@ -322,7 +324,7 @@ def models(work: Path) -> dict[str, str | Path]:
         "stage 1": restore(1),
         "stage 2": restore(2),
         "stage 3, float32 checkpoint": restore(3),
-        "shipped float16 weights": "albert_en_mini",
+        "shipped float16 weights": checkpoint_dir(pretraining.NAME),
     }
 
 
@@ -414,8 +416,10 @@ def main(argv: list[str] | None = None) -> int:
         }
     record = {
         "about": __doc__.split("\n\n")[1].replace("\n", " "),
-        "split": "experiments/heldout.py: 10% of documents held out by a hash of the document's "
-        "name, in every corpus; evaluation sources held out whole",
+        "split": "experiments/heldout.py: HELDOUT_PERCENT of documents held out by a hash of the "
+        "document's name, in every corpus; evaluation sources held out whole",
+        "heldout_percent": HELDOUT_PERCENT,
+        "old_distillation_heldout_percent": OLD_DISTILL_PERCENT,
         "audit": audited,
         "evaluation_text": {
             name: {
