@@ -206,9 +206,20 @@ def restore_resume(run: Path, source: Path = RESUME) -> bool:
 
 
 def mlm_check(models: dict[str, Path], work: Path, seed: int = 51) -> dict:
-    """Masked-LM accuracy on the held-out sentences (15% single pieces masked, seeded) of each
-    checkpoint directory in `models`, and of the unigram guess (the piece most often masked in
-    the first 20,000 training sentences, guessed at every blank)."""
+    """Masked-LM accuracy on the held-out sentences of `work/corpus` (`blanks_check`)."""
+    corpus = {
+        s: (work / "corpus" / f"{s}.txt").read_text().splitlines() for s in ("train", "heldout")
+    }
+    return blanks_check(models, corpus["heldout"], corpus["train"], seed)
+
+
+def blanks_check(
+    models: dict[str, str | Path], sentences: list[str], train: list[str], seed: int = 51
+) -> dict:
+    """Masked-LM accuracy on `sentences` (each cut at RUN's 64 pieces, 15% single pieces masked,
+    seeded) of each checkpoint directory in `models`, and of the unigram guess (the piece most
+    often masked in the first 20,000 `train` sentences, guessed at every blank); `blanks` is the
+    number of blanks."""
     import numpy as np
     import tensorflow as tf
 
@@ -219,14 +230,11 @@ def mlm_check(models: dict[str, Path], work: Path, seed: int = 51) -> dict:
 
     first = load_checkpoint_dir(next(iter(models.values())))
     tokenizer = AlbertTokenizer(first.sp_model_path)
-    corpus = {
-        s: (work / "corpus" / f"{s}.txt").read_text().splitlines() for s in ("train", "heldout")
-    }
     counts = np.bincount(
-        np.concatenate([r[1:-1] for r in token_ids(tokenizer, corpus["train"][:20000], 64)]),
+        np.concatenate([r[1:-1] for r in token_ids(tokenizer, train[:20000], 64)]),
         minlength=tokenizer.vocab_size,
     )
-    rows = token_ids(tokenizer, corpus["heldout"], RUN["max_seq_length"])
+    rows = token_ids(tokenizer, sentences, RUN["max_seq_length"])
     batches = []
     for begin in range(0, len(rows), 128):
         batch = pad_batch(rows[begin : begin + 128])

@@ -4,7 +4,9 @@
     python docs/scripts/model_card.py --check  # exit 1 if either is stale
 
 Reads experiments/results/albert_en_mini/{manifest,pretraining}.json and, once it exists,
-experiments/results/label_efficiency/results.json. The card ships as
+experiments/results/label_efficiency/results.json; once the distilled model ships, the records
+of experiments/results/albert_en_mini_distill/ and the held-out figures of
+experiments/results/heldout/heldout.json. The card ships as
 albert_tf/pretrained/albert_en_mini/MODEL_CARD.md; the docs page docs/models/albert_en_mini.md
 holds the same text between its CARD_BEGIN and CARD_END lines (a copy, not the site's include,
 so the page reads as a page in the repository too), followed by its charts.
@@ -146,38 +148,78 @@ def _distill_corpus(packaged: dict) -> str:
         f"{total:,} sentences of 4 to {packaged['corpus']['max_words']} words, each once, from the "
         "pretraining sources above plus the 206-article English Wikipedia sample in gensim 4.3.3's "
         "wheel (`gensim/test/test_data`; the text CC BY-SA 3.0 by Wikipedia's authors, the package "
-        "LGPL-2.1); 1% held out by a hash of the sentence (`experiments/distill_corpus.py`). A "
+        "LGPL-2.1); 1% held out by a hash of the sentence (the corpus as it was then: "
+        "`experiments/distill_corpus.py` now holds out documents, see the held-out figures). A "
         "sentence equal to one of the Rotten Tomatoes sentences the downstream figures use is "
         "dropped (the last column counts them).\n\n"
         "| source | sentences | Rotten Tomatoes sentences dropped |\n|---|---|---|\n" + rows
     )
 
 
-def _heldout_table(packaged: dict, stage3: dict) -> str:
-    held = stage3["heldout_pretraining"]
-    mlm = stage3["heldout_mlm_accuracy"]
-    shipped_mlm = packaged["heldout_mlm_accuracy"]["shipped float16 weights"]
-    rows = [
-        ("pretrain-only (shipped until this model)", held["albert_en_mini (pretrain-only)"],
-         mlm["albert_en_mini (pretrain-only)"]),
-        ("after distillation (stage 2)", held["stage 2"], mlm["stage 2"]),
-        ("shipped float16 weights",
-         packaged["heldout_pretraining"]["shipped float16 weights"], shipped_mlm),
-        ("float32 checkpoint", packaged["heldout_pretraining"]["float32 checkpoint"],
-         mlm["distilled"]),
-    ]  # fmt: skip
-    count = held["stage 2"]["num_examples"]
+HELDOUT_ROWS = (  # the card's rows: experiments/heldout_figures.py's model names
+    ("pretrain-only (shipped until this model)", "pretrain-only"),
+    ("after distillation, stage 1", "stage 1"),
+    ("after distillation, stage 2", "stage 2"),
+    ("shipped float16 weights", "shipped float16 weights"),
+    ("float32 checkpoint (stage 3)", "stage 3, float32 checkpoint"),
+)
+
+
+def _heldout_section(heldout: dict) -> str:
+    """The held-out table (experiments/results/heldout/heldout.json) and how its text was made."""
+    audit, text = heldout["audit"], heldout["evaluation_text"]
+    models = heldout["models"]
+    first = models["pretrain-only"]
+    sequences = first["sequences"]
+    own, unseen = (first["blanks"][k] for k in ("evaluation sentences",
+                                                "unseen sentences of the shared sources"))  # fmt: skip
+    held = sum(s["documents"] for s in audit["pretraining_heldout_documents"].values())
+    unseen_documents = audit["documents_no_stage_trained_on"] or "none"
     lines = [
-        f"| model | MLM accuracy, {count:,} held-out pretraining sequences | SOP accuracy | loss "
-        f"| MLM accuracy, {mlm['blanks']:,} blanks in held-out sentences |",
-        "|---|---|---|---|---|",
-        f"| unigram guess (chance for SOP) | | 0.5 | | {mlm['unigram guess']:.4f} |",
+        "Every corpus built from the sources above (pretraining, distillation and any next one) "
+        f"holds out the same documents: {heldout['heldout_percent']}% of them, by a hash of the "
+        "document's name (`experiments/heldout.py`). The distillation corpus of this model was "
+        "made before that: it kept every document and held out "
+        f"{heldout['old_distillation_heldout_percent']}% of sentences by a hash of the sentence, "
+        f"so of the {held:,} documents pretraining held out {unseen_documents} went unseen by every "
+        "stage, and "
+        f"{audit['distillation_heldout_sentences_in_pretraining_training_documents']:,} of the "
+        f"{audit['distillation_heldout_sentences']:,} sentences distillation held out were in "
+        "pretraining's training documents. The card's earlier held-out figures (kept in "
+        "`experiments/results/albert_en_mini_distill/distill_stage3.json` and `packaged.json`) "
+        "were therefore not held out for every row. These are measured on text none of the "
+        "models trained on (`experiments/heldout_figures.py`, "
+        "`experiments/results/heldout/heldout.json`): two sources that no corpus reads, Botchan "
+        f"(Natsume, Morri's 1919 translation, {text['botchan']['documents']} chapters) and a "
+        f"tenth of the Linux kernel's documentation pages ({text['linux-doc']['documents']} "
+        f"pages, by the same hash), {sequences['num_examples']:,} sequences of 128 pieces; and "
+        f"the {audit['sentences_no_stage_trained_on']:,} sentences of the pretraining sources "
+        "that no stage trained on (in a document pretraining held out, among the sentences "
+        "distillation held out, and in no training document). +- is the binomial standard "
+        "error. The held-out cosine to the teacher (section 2) is on distillation's held-out "
+        "sentences, most of them in pretraining's training text; it is not measured again here, "
+        "as the finished stages did not keep their projection to the teacher.",
+        "",
+        f"| model | MLM accuracy, {sequences['num_masked_tokens']:,} blanks in "
+        f"{sequences['num_examples']:,} sequences | SOP accuracy | loss | MLM accuracy, "
+        f"{own['blanks']:,} blanks in their sentences | MLM accuracy, {unseen['blanks']:,} blanks "
+        "in the pretraining sources' unseen sentences |",
+        "|---|---|---|---|---|---|",
+        f"| unigram guess (chance for SOP) | | 0.5 | | {own['unigram guess']:.4f} | "
+        f"{unseen['unigram guess']:.4f} |",
     ]
-    for name, scores, sentences in rows:
-        lines.append(
-            f"| {name} | {scores['mlm_accuracy']:.4f} | {scores['sop_accuracy']:.4f} | "
-            f"{scores['loss']:.4f} | {sentences:.4f} |"
-        )
+    for label, name in HELDOUT_ROWS:
+        seq, blanks = models[name]["sequences"], models[name]["blanks"]
+        cells = [
+            f"{seq['mlm_accuracy']:.4f} +- {seq['mlm_accuracy_se']:.4f}",
+            f"{seq['sop_accuracy']:.4f} +- {seq['sop_accuracy_se']:.4f}",
+            f"{seq['loss']:.4f}",
+        ] + [
+            f"{b['accuracy']:.4f} +- {b['accuracy_se']:.4f}"
+            for b in (blanks["evaluation sentences"],
+                      blanks["unseen sentences of the shared sources"])
+        ]  # fmt: skip
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -244,10 +286,11 @@ def _distilled_sections(packaged: dict) -> str:
     # What each stage ran (dtype by step range, settings changed mid-run): the correction
     # beside the records, which predate run_log.json and repeat the last command line.
     ran = _load(DISTILL / "ran.json")
-    if stage1 is None or stage2 is None or stage3 is None or ran is None:
+    heldout = _load(RESULTS / "heldout" / "heldout.json")
+    if stage1 is None or stage2 is None or stage3 is None or ran is None or heldout is None:
         raise SystemExit(
             f"{DISTILL}: distill.json, distill_stage2.json, distill_stage3.json or ran.json is "
-            "missing"
+            "missing, or experiments/results/heldout/heldout.json"
         )
     s1, s2, s3 = stage1["settings"], stage2["settings"], stage3["settings"]
     ran1, ran2, ran3 = (ran["stages"][n]["ran"] for n in ("1", "2", "3"))
@@ -294,7 +337,7 @@ bfloat16 arithmetic). This is the shipped model.
 
 ## Held-out figures
 
-{_heldout_table(packaged, stage3)}
+{_heldout_section(heldout)}
 
 The quickstart's fill-in-the-blank (step 8, `albert-tf quickstart`) with this model: median rank
 of the answer {demo["trained"]:g} against the unigram guess's {demo["unigram"]:g} and untrained

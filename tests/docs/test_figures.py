@@ -31,7 +31,7 @@ PENDING = {
     "docs/results/how-it-was-measured.md": 118,
     "docs/results/speed.md": 63,
     "docs/scripts/model_card.py": 3,
-    "experiments/README.md": 647,
+    "experiments/README.md": 653,
 }
 
 
