@@ -373,6 +373,7 @@ def run_row(budget: Budget, row: Row, data: Prepared, work: Path, progress: bool
         record["pretrain"] = {
             "steps": result.step,
             "seconds_this_session": round(result.seconds, 1),
+            "ran": result.ran,
             "last_train_log": result.train_history[-1] if result.train_history else None,
         }
         record["heldout"] = {}

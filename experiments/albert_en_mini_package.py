@@ -78,6 +78,7 @@ def package(work: Path, results: Path) -> dict:
     from albert_tf.dtypes import resolve_dtype
     from albert_tf.pretrained import write_shipped
     from albert_tf.pretraining.evaluate import evaluate
+    from albert_tf.run_record import RUN_LOG_FILE, RunLog
 
     run = work / "run"
     model = load_checkpoint_dir(run)
@@ -99,7 +100,10 @@ def package(work: Path, results: Path) -> dict:
         "step": scores["float32 checkpoint"]["step"],
         "train_seconds_logged": round(sum(seconds) * log_every, 1),
         "cpu": cpu_description()["model"],
+        # What ran, from the run's own log; a run from before the log: --dtype as this
+        # machine resolves it, which is the run's only where the run ran here.
         "dtype": resolve_dtype(settings["dtype"], "CPU"),
+        **({"ran": RunLog(run).summary()} if (run / RUN_LOG_FILE).is_file() else {}),
         "machine": f"{platform.machine()}, 2 cores, niced (nice 19) beside other work",
         "settings": {k: settings[k] for k in sorted(settings) if k not in ("overwrite",)},
         "heldout": {

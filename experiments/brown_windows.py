@@ -139,6 +139,7 @@ def run_seed(args: argparse.Namespace, package: Path, seed: int) -> dict:
                 "dev_accuracy_per_epoch": [round(h["eval"]["accuracy"], 4) for h in history],
                 "best_dev_accuracy": round(result.record.best_value, 4),
                 "skipped": result.record.skipped,
+                **result.record.ran(),
                 "seconds": round(time.time() - started, 1),
             }
         )

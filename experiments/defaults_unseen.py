@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             "standard_errors_above": (written.best_value - floor) / standard_error,
             "clearly_above": written.best_value > floor + CLEAR_MARGIN * standard_error,
             "restarts": written.restarts,
+            **written.ran(),
             "summary": [
                 line
                 for line in log.splitlines()
@@ -167,6 +168,7 @@ def single_runs(seeds: list[int], train: str, dev: str, path: Path) -> int:
             "floor": written.floor["value"],
             "learned": written.learned,
             "train_loss_by_epoch": [round(h["train_loss"], 4) for h in written.history],
+            **written.ran(),
             "minutes": (time.monotonic() - started) / 60,
             "cpu": cpu_description(),
         }

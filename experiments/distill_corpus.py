@@ -15,9 +15,16 @@ collapsed). The Rotten Tomatoes sentences of vaderSentiment's sdist are evaluati
 (experiments/label_efficiency.py): a sentence equal to one of them is dropped, and the count of
 such drops is recorded. No other vaderSentiment data goes in either.
 
-The kept sentences are shuffled with SEED; HELDOUT_PERCENT of them (by a hash of the sentence)
-go to `heldout.txt`, the rest to `train.txt`. `corpus.json` records the counts per source and
-the files' SHA-256.
+The split is the one every corpus of these sources shares (experiments/heldout.py): by document,
+10% of documents held out by a hash of the document's name, the same documents as the pretraining
+corpus holds out. A sentence goes to `heldout.txt` only when every document it occurs in is held
+out; the rest go to `train.txt`, each file shuffled with SEED. `corpus.json` records the counts
+per source and the files' SHA-256.
+
+The shipped albert_en_mini was distilled on an earlier version of this corpus that kept every
+document and held out 1% of sentences by a hash of the sentence, so most of what the pretraining
+corpus held out was in its training text; experiments/heldout_figures.py measures every model on
+text none of them trained on.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from pathlib import Path
 
 from albert_tf.io_utils import atomic_file
 from albert_tf.preprocess.pretraining_data.documents import split_sentences
-from experiments.corpora import english_readers, python_docs_documents
+from experiments.corpora import Document, english_readers, python_docs_documents
+from experiments.heldout import sentence_split
 
 GENSIM = "gensim==4.3.3"
 GENSIM_WHEEL = "gensim-4.3.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
@@ -47,7 +55,6 @@ WIKI_MEMBER = (
 )
 VADER = "vaderSentiment==3.3.2"
 MIN_WORDS, MAX_WORDS = 4, 64
-HELDOUT_PERCENT = 1
 SEED = 51
 
 
@@ -102,7 +109,8 @@ def wikipedia_documents(dest: Path) -> Iterator[tuple[str, list[str]]]:
 # === Evaluation sentences kept out ===
 
 
-def _key(sentence: str) -> str:
+def normalized(sentence: str) -> str:
+    """The form sentences are compared in: lower-cased, runs of whitespace as one space."""
     return " ".join(sentence.lower().split())
 
 
@@ -117,23 +125,67 @@ def rotten_tomatoes_keys(dest: Path) -> set[str]:
             m for m in inner.getmembers() if m.name.endswith("movieReviewSnippets_GroundTruth.txt")
         )
         rows = inner.extractfile(member).read().decode("latin-1").splitlines()  # type: ignore[union-attr]
-    return {_key(row.split("\t", 2)[2]) for row in rows if row.count("\t") >= 2}
+    return {normalized(row.split("\t", 2)[2]) for row in rows if row.count("\t") >= 2}
 
 
 # === Corpus ===
 
 
-def _sentences(documents: Iterable[tuple[str, list[str]]]) -> Iterator[str]:
-    for _, lines in documents:
-        for line in lines:
-            for sentence in split_sentences(line):
-                if MIN_WORDS <= len(sentence.split()) <= MAX_WORDS:
-                    yield sentence
+def corpus_sentences(lines: Iterable[str]) -> Iterator[str]:
+    """The sentences of MIN_WORDS to MAX_WORDS words in a document's lines."""
+    for line in lines:
+        for sentence in split_sentences(line):
+            if MIN_WORDS <= len(sentence.split()) <= MAX_WORDS:
+                yield sentence
 
 
-def _heldout(sentence: str) -> bool:
-    digest = hashlib.sha256(_key(sentence).encode("utf-8")).digest()
-    return int.from_bytes(digest[:4], "big") % 100 < HELDOUT_PERCENT
+def write_corpus(readers: dict[str, Iterable[Document]], excluded: set[str], folder: Path) -> dict:
+    """Writes `folder/{train,heldout}.txt` (one sentence a line) and `folder/corpus.json` from the
+    documents of each source in `readers`, split by document (experiments/heldout.py); a sentence
+    whose normalized form is in `excluded` is dropped. Returns the record."""
+    kept: dict[str, tuple[str, str]] = {}  # normalized -> (sentence as first seen, source)
+    occurrences: list[tuple[str, str]] = []  # (normalized sentence, document name)
+    counts: dict[str, dict[str, int]] = {}
+    for name, documents in readers.items():
+        count = {"sentences": 0, "repeats": 0, "rotten_tomatoes": 0, "heldout": 0}
+        for document, lines in documents:
+            for sentence in corpus_sentences(lines):
+                key = normalized(sentence)
+                if key in excluded:
+                    count["rotten_tomatoes"] += 1
+                    continue
+                occurrences.append((key, document))
+                if key in kept:
+                    count["repeats"] += 1
+                else:
+                    kept[key] = (sentence, name)
+                    count["sentences"] += 1
+        counts[name] = count
+    heldout = sentence_split(occurrences)
+    for key, (_, name) in kept.items():
+        counts[name]["heldout"] += heldout[key]
+    for name, count in counts.items():
+        print(f"{name:12s} {count}", flush=True)
+    order = list(kept)
+    random.Random(SEED).shuffle(order)
+    record: dict = {
+        "sources": counts,
+        "split": "by document, experiments/heldout.py",
+        "seed": SEED,
+        "min_words": MIN_WORDS,
+        "max_words": MAX_WORDS,
+    }
+    for split, held in (("train", False), ("heldout", True)):
+        lines = [kept[key][0] for key in order if heldout[key] == held]
+        path = folder / f"{split}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(path) as tmp:
+            tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        record[split] = {"sentences": len(lines), "sha256": digest}
+    with atomic_file(folder / "corpus.json") as tmp:
+        tmp.write_text(json.dumps(record, indent=2) + "\n")
+    return record
 
 
 def build_corpus(work: Path) -> dict:
@@ -146,34 +198,4 @@ def build_corpus(work: Path) -> dict:
     readers = english_readers(sources, wordnet=True)
     readers["python-docs"] = python_docs_documents(sources / "python-docs")
     readers["wikipedia"] = wikipedia_documents(sources / "gensim")
-    excluded = rotten_tomatoes_keys(sources / "vader")
-    seen: set[str] = set()
-    kept: list[str] = []
-    counts: dict[str, dict[str, int]] = {}
-    for name, documents in readers.items():
-        count = {"sentences": 0, "repeats": 0, "rotten_tomatoes": 0}
-        for sentence in _sentences(documents):
-            key = _key(sentence)
-            if key in excluded:
-                count["rotten_tomatoes"] += 1
-            elif key in seen:
-                count["repeats"] += 1
-            else:
-                seen.add(key)
-                kept.append(sentence)
-                count["sentences"] += 1
-        counts[name] = count
-        print(f"{name:12s} {count}", flush=True)
-    random.Random(SEED).shuffle(kept)
-    record: dict = {"sources": counts, "seed": SEED, "min_words": MIN_WORDS, "max_words": MAX_WORDS}
-    for split, held in (("train", False), ("heldout", True)):
-        lines = [s for s in kept if _heldout(s) == held]
-        path = work / "corpus" / f"{split}.txt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_file(path) as tmp:
-            tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        record[split] = {"sentences": len(lines), "sha256": digest}
-    with atomic_file(record_path) as tmp:
-        tmp.write_text(json.dumps(record, indent=2) + "\n")
-    return record
+    return write_corpus(readers, rotten_tomatoes_keys(sources / "vader"), work / "corpus")

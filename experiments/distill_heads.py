@@ -3,9 +3,7 @@
 Distillation trains the encoder and the masked-LM head on single sentences of at most 64 pieces;
 the sentence-order head is carried along untrained. Measured on the pretraining run's held-out
 records (the 6,708 sequences of the card's figures), the stage-2 student's sentence-order
-accuracy is 0.501, chance, and a logistic regression refitted on its frozen pooled output reaches
-0.527 (the pretrain-only model's: 0.605): the distilled pooled output no longer carries the
-order of two segments, so refitting the head alone cannot bring it back. Stage 3 therefore
+accuracy is 0.501, chance. Stage 3 therefore trains the heads again with the encoder: it
 continues `albert-tf pretrain` (n-gram MLM + SOP, sequences of 128) from the stage-2 student for
 STAGE3's steps, on records of the pretraining corpus (experiments/albert_en_mini.py's corpus,
 rebuilt from the same sources and checked against its committed manifest).

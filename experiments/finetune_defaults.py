@@ -116,6 +116,7 @@ def run_one(args: argparse.Namespace, learning_rate: float, epochs: int, seed: i
         "dev": record.best_value,
         "best_epoch": record.best_epoch,
         "floor": record.floor["value"],
+        **record.ran(),
         "seconds": round(time.monotonic() - started, 1),
         "cpu": cpu_description(),
     }

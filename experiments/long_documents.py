@@ -178,6 +178,7 @@ def finetune_run(args, work: Path, sp_model: Path, run: str, longest: int, seed:
         "dev_accuracy_per_epoch": [round(h["eval"]["accuracy"], 4) for h in history],
         "best_dev_accuracy": round(result.record.best_value, 4),
         "skipped": result.record.skipped,
+        **result.record.ran(),
         "seconds": round(time.time() - started, 1),
         "load_before": round(load, 2),
     }

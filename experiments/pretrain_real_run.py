@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         "config": args.config,
         "dtype": result.dtype,
         "steps": result.step,
+        "ran": result.ran,
         "seconds": round(result.seconds, 1),
         "batch_size": args.batch_size,
         "seq_length": args.seq_length,

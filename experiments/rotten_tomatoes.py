@@ -135,7 +135,8 @@ def finetune_and_score(
     `paths["test"]` once.
 
     `init` is a pretrained checkpoint directory or "random" (then `config` gives the
-    architecture; a file). `max_steps` cuts training short (smoke runs). Returns dev and test accuracy, test F1, the best epoch and the minutes taken.
+    architecture; a file). `max_steps` cuts training short (smoke runs). Returns dev and test
+    accuracy, test F1, the best epoch, what ran (dtype, steps, hardware) and the minutes taken.
     """
     from albert_tf.finetune.predict import load_finetuned, predict_file
     from albert_tf.finetune.settings import FinetuneSettings
@@ -171,5 +172,6 @@ def finetune_and_score(
         "best_epoch": result.record.best_epoch,
         "test_accuracy": scores["accuracy"],
         "test_f1": scores["f1"],
+        **result.record.ran(),
         "minutes": (time.time() - started) / 60,
     }

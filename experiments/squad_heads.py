@@ -161,6 +161,7 @@ def run_one(head: str, seed: int, paths: dict[str, Path]) -> dict:
         "best_epoch": result.record.best_epoch,
         "dev": best,
         "test": scores,
+        **result.record.ran(),
         "minutes": (time.monotonic() - started) / 60,
         "cpu": cpu_description(),
     }

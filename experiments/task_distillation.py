@@ -88,14 +88,20 @@ def data(work: Path) -> dict[str, Path]:
 
 
 def scores(directory: Path, paths: dict[str, Path]) -> dict:
-    """Dev and test accuracy of a fine-tuned directory (each split scored once)."""
+    """Dev and test accuracy of a fine-tuned directory (each split scored once), and what its
+    training ran (dtype, steps, hardware; a distilled student's are in its distill.json)."""
     from albert_tf.finetune.predict import load_finetuned, predict_file
 
     model = load_finetuned(directory)
-    return {
+    accuracies = {
         f"{name}_accuracy": predict_file(model, str(paths[name]))[1]["accuracy"]
         for name in ("dev", "test")
     }
+    distilled = directory / "distill.json"
+    ran = (
+        json.loads(distilled.read_text()).get("ran") if distilled.is_file() else model.record.ran()
+    )
+    return {**accuracies, "ran": ran}
 
 
 def teacher(work: Path, paths: dict[str, Path]) -> Path:

@@ -122,9 +122,10 @@ CHECKPOINT_WRITERS = (
 
 # The writers of a fine-tuned model (`export --finetuned DIR`), each beside it in DIR.
 FINETUNED_WRITERS = (
-    Writer("onnx", "onnx", "ONNX classifier",
-           "DIR/onnx/, the raw-string classifier (classifier.onnx, classifier_int8.onnx) or "
-           "SQuAD model (squad.onnx, squad_int8.onnx)",
+    Writer("onnx", "onnx", "ONNX",
+           "DIR/onnx/, the raw-string classifier (classifier.onnx, classifier_int8.onnx), "
+           "regression (regression.onnx, regression_int8.onnx) or SQuAD model (squad.onnx, "
+           "squad_int8.onnx)",
            _M + "onnx.classifier:write_onnx_classifier", _M + "onnx.writer:check_onnx",
            _M + "onnx.classifier:describe_onnx_classifier", report=True),
     Writer("hf", "hf", "Hugging Face", "DIR/hf/ with the task's transformers class",
@@ -139,9 +140,9 @@ FINETUNED_WRITERS = (
            _M + "tflite:write_tflite_classifier", _M + "tflite:check_tflite_classifier",
            _M + "tflite:describe_tflite_classifier", report=True),
     Writer("triton", "triton", "Triton model repository",
-           "DIR/triton/, a Triton model repository of the int8 raw-string classifier "
-           "(config.pbtxt with dynamic batching, model.py, model.onnx, report.json), which "
-           "`albert-tf serve DIR` serves",
+           "DIR/triton/, a Triton model repository of the int8 raw-string classifier, "
+           "regression or SQuAD model (config.pbtxt with dynamic batching, model.py, model.onnx, "
+           "report.json), which `albert-tf serve DIR` serves",
            _M + "triton.repository:write_triton", _M + "onnx.writer:check_onnx",
            _M + "triton.repository:describe_triton", report=True),
 )  # fmt: skip
@@ -220,14 +221,21 @@ def write_each(
 
 
 def agreement_lines(report: dict[str, Any]) -> list[str]:
-    """How each file of a fine-tuned export agrees with serving/ on the probe texts."""
+    """How each file of a fine-tuned export agrees with serving/ on the probe texts: labels and
+    probabilities, or a regression's values."""
     lines = []
     if report["serving_dtype"] != "float32":
         lines.append(
             f"  serving/ computes in {report['serving_dtype']} (fine-tuned so), the exported "
-            "classifiers in float32 and int8: their probabilities differ by its rounding too"
+            "models in float32 and int8: their outputs differ by its rounding too"
         )
     for name, agreement in report["against_serving"].items():
+        if "values_max_abs_diff" in agreement:
+            lines.append(
+                f"  {name}: values within {agreement['values_max_abs_diff']:.1e} of serving/'s "
+                "on the probe texts"
+            )
+            continue
         lines.append(
             f"  {name}: labels equal to serving/ on {agreement['label_agreement']:.1%} of "
             f"the probe texts, probabilities within {agreement['probabilities_max_abs_diff']:.1e}"

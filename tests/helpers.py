@@ -601,6 +601,11 @@ def all_initializers(graph):
     return [tensor for g in _graphs(graph) for tensor in g.initializer]
 
 
+def all_value_infos(graph):
+    """Every declared intermediate value of an ONNX `graph`, those of its subgraphs included."""
+    return [value for g in _graphs(graph) for value in g.value_info]
+
+
 def empty_batch_outputs(paths) -> dict[str, dict[str, list]]:
     """Each ONNX model at `paths` run on an empty batch (every string input of shape [0], every
     id input int32 [0, 8]) in a child process, so that a crash fails the test instead of

@@ -8,7 +8,7 @@ from albert_tf.quickstart import DEFAULT_MINUTES, DEFAULT_OUT, run_quickstart
 
 HELP = (
     "Build a corpus from Python's own docs, train a vocabulary, pretrain a tiny ALBERT on the "
-    "CPU, export TF-Hub modules and demo them (1.5-1.8 min on 2 idle cores)."
+    "CPU, export TF-Hub modules and demo them (a few minutes on 2 cores)."
 )
 
 
@@ -27,8 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"pretraining wall time in minutes (default: {DEFAULT_MINUTES:g})",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    parser.add_argument(
+        "--dtype",
+        choices=("auto", "float32", "bfloat16"),
+        default="auto",
+        help="pretraining's compute dtype (default: auto, bfloat16 where the CPU has AMX or "
+        "AVX-512 BF16, else float32)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    run_quickstart(args.output, minutes=args.minutes, overwrite=args.overwrite)
+    run_quickstart(args.output, minutes=args.minutes, overwrite=args.overwrite, dtype=args.dtype)
     return 0

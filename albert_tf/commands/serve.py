@@ -1,32 +1,40 @@
-"""`albert-tf serve`: a fine-tuned classifier through Triton, behind a KServe v2 HTTP front."""
+"""`albert-tf serve`: fine-tuned models through one Triton, behind a KServe v2 HTTP front."""
 
 from __future__ import annotations
 
 import argparse
+import re
 
 from albert_tf.errors import ConfigError, InstallError
 from albert_tf.runtimes import available_cores
-from albert_tf.runtimes.triton.layout import ServingConfig, find_repository
+from albert_tf.runtimes.triton.layout import ServingConfig, find_repository, model_folder
 from albert_tf.runtimes.triton.serve_env import create_env, load_env
 
 HELP = (
-    "Serve a fine-tuned classifier (its DIR/triton/ repository) through Triton over KServe v2 "
-    "HTTP; --create-env first makes the environment Triton runs in."
+    "Serve fine-tuned models (classifiers, regression, SQuAD: each DIR/triton/ repository) "
+    "from one Triton over KServe v2 HTTP; --create-env first makes the environment Triton "
+    "runs in."
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "directory",
-        nargs="?",
+        "directories",
+        nargs="*",
         metavar="DIR",
         help="a fine-tuned directory with triton/ (`albert-tf export --finetuned DIR --triton`) "
-        "or the triton/ repository itself",
+        "or the triton/ repository itself; several are served side by side",
     )
     where = parser.add_argument_group("where")
     where.add_argument("--host", default="127.0.0.1", help="address of the HTTP, gRPC, metrics")
     where.add_argument("--port", type=int, default=8000, help="KServe v2 HTTP port")
-    where.add_argument("--model-name", default="classifier", help="the model's name in URLs")
+    where.add_argument(
+        "--model-name",
+        action="append",
+        metavar="NAME",
+        help="a model's name in URLs, once per DIR in order (default: with one DIR its model's "
+        "folder, `classifier` for a classifier; with several each DIR's folder name)",
+    )
     for name, port in (
         ("--grpc-port", "Triton's own gRPC port"),
         ("--metrics-port", "Triton's metrics port"),
@@ -95,6 +103,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def model_names(args: argparse.Namespace, repositories: list) -> list[str]:
+    """The served models' names (`--model-name` once per DIR, else the defaults its help
+    gives); ConfigError for a count that is not one per DIR, a name unfit for a URL, or two
+    models with one name."""
+    if args.model_name is not None:
+        if len(args.model_name) != len(repositories):
+            raise ConfigError(
+                f"--model-name given {len(args.model_name)} times for {len(repositories)} DIRs: "
+                "give it once per DIR, in order, or not at all"
+            )
+        names = list(args.model_name)
+    elif len(repositories) == 1:
+        names = [model_folder(repositories[0]).name]
+    else:
+        names = [(r.parent if r.name == "triton" else r).resolve().name for r in repositories]
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
+            raise ConfigError(
+                f"model name {name!r}: use letters, digits, '_', '.' and '-' (--model-name)"
+            )
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ConfigError(
+            f"two models are named {repeated[0]!r}: give each DIR its own --model-name"
+        )
+    return names
+
+
 def options_of(args: argparse.Namespace) -> object:
     """The `ServeOptions` of the parsed flags; ConfigError for a value out of range."""
     from albert_tf.runtimes.triton.front import ServeOptions  # it needs aiohttp (serve extra)
@@ -118,7 +154,6 @@ def options_of(args: argparse.Namespace) -> object:
     return ServeOptions(
         host=args.host,
         port=args.port,
-        model_name=args.model_name,
         grpc_port=args.grpc_port,
         metrics_port=args.metrics_port,
         triton_port=args.triton_port,
@@ -137,10 +172,11 @@ def run(args: argparse.Namespace) -> int:
     if args.create_env:
         create_env(args.env)
         return 0
-    if not args.directory:
+    if not args.directories:
         raise ConfigError("serve needs DIR (or --create-env)")
     options = options_of(args)
-    source = find_repository(args.directory)
+    repositories = [find_repository(directory) for directory in args.directories]
+    sources = dict(zip(model_names(args, repositories), repositories, strict=True))
     env = load_env(args.env)
     try:
         from albert_tf.runtimes.triton.server import serve
@@ -148,4 +184,4 @@ def run(args: argparse.Namespace) -> int:
         raise InstallError(
             f'serve needs the serve extra ({error.name} is missing): pip install -e ".[serve]"'
         ) from None
-    return serve(source, options, env)
+    return serve(sources, options, env)

@@ -7,8 +7,10 @@
   feature settings, a checkpoint of `encoder` and `task_head`, `spm.model`, `serving/`), which
   `predict`, `export --finetuned` and the serving paths take as they are.
 
-Then `distill.json`: the settings, the teacher, the texts, the training curve and, with --eval,
-the student beside the teacher.
+Then `distill.json`: the settings (the last segment's), what ran (`ran`: the steps taken, the
+dtype of each step range, the hardware, every setting changed mid-run and the step it changed
+at), the teacher, the texts, the training curve and, with --eval, the student beside the
+teacher.
 """
 
 from __future__ import annotations
@@ -117,9 +119,17 @@ def _task_eval(settings, output: Path, teacher, log) -> dict:
 
 
 def write_result(
-    settings, output: Path, student: Student, teacher, count: int, log: Callable[[str], None]
+    settings,
+    output: Path,
+    student: Student,
+    teacher,
+    count: int,
+    log: Callable[[str], None],
+    ran: dict,
 ) -> dict:
-    """Writes the finished run's model and `distill.json` into `output`; returns the record."""
+    """Writes the finished run's model and `distill.json` into `output`; returns the record.
+    `ran` is what the run ran (`albert_tf.run_record.RunLog.summary`: steps, dtype by step
+    range, hardware, settings changed mid-run), which the record keeps beside the settings."""
     if teacher.kind == SENTENCE:
         _common_files(output, student)
         objects = {"encoder": student.encoder}
@@ -142,6 +152,7 @@ def write_result(
     )
     record = {
         "settings": settings.record(),
+        "ran": ran,
         "teacher": teacher.identity(),
         "texts": count,
         "student": student.init_kind,

@@ -1,7 +1,9 @@
 """The distillation loop: teacher outputs once (cached), then the student step by step.
 
 The output directory is the run: `run/` holds the training checkpoints (student, head,
-optimizer, step; the newest two) and `distill_run.json` (the settings a resume must share),
+optimizer, step; the newest two), `distill_run.json` (the settings a resume must share) and
+`run_log.json` (`albert_tf.run_record`: each process's steps, dtype and hardware, and every
+setting that changed between them, at its step, also when `distill_run.json` was edited),
 `logs/` the TensorBoard summaries, `teacher_cache/` the teacher's outputs (unless
 `--teacher-cache` puts them elsewhere). Stopped by SIGTERM or Ctrl-C, the run saves a checkpoint
 at the step it reached and returns `preempted`; the same command resumes it, drawing the same
@@ -29,6 +31,7 @@ import tf_keras as keras
 from albert_tf.distill import losses
 from albert_tf.distill.cache import fill_cache
 from albert_tf.distill.data import pad_batch, read_unlabeled, token_ids
+from albert_tf.distill.masking import mask_tokens
 from albert_tf.distill.output import write_result
 from albert_tf.distill.settings import (
     CACHE_DIR,
@@ -47,6 +50,7 @@ from albert_tf.errors import ConfigError, DataError, OutputError
 from albert_tf.optimizer import build_optimizer
 from albert_tf.pretraining.preemption import StopSignals
 from albert_tf.progress import bar as progress_bar
+from albert_tf.run_record import RunLog
 
 
 @dataclass
@@ -167,7 +171,7 @@ def _batch(step, rows, targets, settings, tokenizer, steps_per_epoch):
     ids, mask = batch["input_word_ids"], batch["input_mask"]
     if settings.mlm_weight > 0:
         rng = np.random.default_rng([settings.seed, 1 << 20, step])
-        ids, positions, labels, weights = losses.mask_tokens(
+        ids, positions, labels, weights = mask_tokens(
             ids, mask.sum(1), rng, mask_id=tokenizer.mask_id,
             vocab_size=tokenizer.vocab_size, probability=settings.mlm_probability,
         )  # fmt: skip
@@ -218,22 +222,30 @@ def distill(
     if manager.latest_checkpoint:
         loop.checkpoint.read(manager.latest_checkpoint).expect_partial()
         log(f"resumed from {manager.latest_checkpoint} at step {int(loop.step.numpy())}")
+    run_log = RunLog(output / RUN_DIR)
+    step = int(loop.step.numpy())
+    for change in run_log.begin(step, settings.record(), dtype):
+        log(f"{change['key']} changed at step {step}: {change['old']!r} -> {change['new']!r}")
     log(f"distill: {len(texts)} texts, {total} steps of {settings.batch_size}, student "
-        f"{student.init_kind}, teacher {teacher.kind}")  # fmt: skip
-    preempted = _train(loop, manager, rows, targets, total, steps_per_epoch, output, progress)
+        f"{student.init_kind}, teacher {teacher.kind}, {dtype}")  # fmt: skip
+    preempted = _train(
+        loop, manager, (rows, targets), total, steps_per_epoch, output, run_log, progress
+    )
     step = int(loop.step.numpy())
     if preempted:
         return DistillResult(output, step, preempted)
-    record = write_result(settings, output, student, teacher, len(texts), log)
+    record = write_result(settings, output, student, teacher, len(texts), log, run_log.summary())
     return DistillResult(output, step, None, record)
 
 
-def _train(loop: _Loop, manager, rows, targets, total, steps_per_epoch, output, progress):
-    """Runs the steps left, appending the logged means to `run/history.jsonl`; returns the stop
-    signal's name, None when the run reached `total`."""
+def _train(loop: _Loop, manager, data, total, steps_per_epoch, output, run_log: RunLog, progress):
+    """Runs the steps left on `data` (token rows, teacher targets), appending the logged means
+    to `run/history.jsonl` and the steps reached at each checkpoint to `run_log`; returns the
+    stop signal's name, None when the run reached `total`."""
     settings, tokenizer = loop.settings, loop.student.tokenizer
+    rows, targets = data
     writer = tf.summary.create_file_writer(str(output / LOGS_DIR))
-    step = int(loop.step.numpy())
+    step = first = int(loop.step.numpy())
     bar = progress_bar(total=total, initial=step, unit="step", desc="distill", enabled=progress)
     sums: dict[str, float] = {}
     count = 0  # steps in `sums` (fewer than --log-every in a resumed run's first window)
@@ -259,7 +271,9 @@ def _train(loop: _Loop, manager, rows, targets, total, steps_per_epoch, output, 
                 sums, count = {}, 0
             if step % settings.save_every == 0:
                 manager.save(checkpoint_number=step)
+                run_log.reached(step, step - first)
         manager.save(checkpoint_number=step)
+        run_log.reached(step, step - first, signals.requested or "finished")
     bar.close()
     writer.close()
     return signals.requested

@@ -67,6 +67,10 @@ class FinetuneRecord:
             and tokenizer's case from here.
         encoder: the encoder's kind: "checkpoint", "tf1" or "hub" (`HUB_ENCODER`).
         dtype: the dtype the model was fine-tuned and computes in ("float32", "bfloat16", ...).
+        steps: the training steps the kept run took (None for a model not fine-tuned here).
+        hardware: what it ran on (`albert_tf.run_record.hardware`: CPU model, cores,
+            accelerators; None for a model not fine-tuned here). A fine-tune runs in one
+            process, so its settings cannot change mid-run.
         best_metric, best_value, best_epoch: the --eval metric the best epoch was chosen by, its
             value (NaN if the run diverged) and that epoch (None without --eval).
         floor: the baseline the run must beat ({"what", "value"}, e.g. the majority class).
@@ -84,6 +88,8 @@ class FinetuneRecord:
     settings: FinetuneSettings
     encoder: str = "checkpoint"
     dtype: str = "float32"
+    steps: int | None = None
+    hardware: dict[str, Any] | None = None
     best_metric: str | None = None
     best_value: float | None = None
     best_epoch: int | None = None
@@ -96,6 +102,11 @@ class FinetuneRecord:
     restarts: dict[str, Any] | None = None
     converted_from: str | None = None
     unknown: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def ran(self) -> dict[str, Any]:
+        """What the run ran, for a record that keeps a fine-tune's figures: {"dtype", "steps",
+        "hardware"}."""
+        return {"dtype": self.dtype, "steps": self.steps, "hardware": self.hardware}
 
     @property
     def from_hub(self) -> bool:
@@ -132,7 +143,7 @@ class FinetuneRecord:
         rest = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for name in ("settings", "encoder", "dtype", "unknown"):
             del rest[name]
-        for name in ("seeds", "restarts", "converted_from", "bag_of_words"):
+        for name in ("steps", "hardware", "seeds", "restarts", "converted_from", "bag_of_words"):
             if rest[name] is None:
                 del rest[name]
         return {

@@ -39,6 +39,7 @@ from albert_tf.io_utils import atomic_dir
 from albert_tf.optimizer import build_optimizer
 from albert_tf.preprocess.tokenizer import AlbertTokenizer
 from albert_tf.progress import bar as progress_bar
+from albert_tf.run_record import hardware
 
 
 def _encoder_limits(source: Source) -> tuple[int | None, int | None]:
@@ -309,13 +310,16 @@ def _record(
     baseline: summary.Floor | None,
 ) -> FinetuneRecord:
     """The run's finetune.json record: the task and its settings, the encoder's kind, the dtype,
-    the best epoch (`trained`: history, best value, best epoch) beside the floor."""
+    the steps taken and the hardware, the best epoch (`trained`: history, best value, best
+    epoch) beside the floor."""
     history, best, best_epoch = trained
     evaluated = settings.eval is not None
     return FinetuneRecord(
         settings=task.settings,
         encoder=source.kind,
         dtype=dtype,
+        steps=history[-1]["steps"] if history else 0,
+        hardware=hardware(),
         best_metric=task.best_metric if evaluated else None,
         best_value=best,
         best_epoch=best_epoch,

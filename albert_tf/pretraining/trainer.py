@@ -8,12 +8,14 @@ for "none"); evaluation data is named by its own task.
 
 The output directory is a checkpoint directory (albert_config.json, `ckpt-N` written by a
 tf.train.CheckpointManager with root children encoder, mlm, sop, optimizer, step, and spm.model
-when known) plus `pretrain_run.json` (the run's PretrainSettings; a resume must share those that
-decide which batches come next) and TensorBoard logs in logs/train and logs/eval. Running again
-on the same directory with the same settings resumes exactly: weights, optimizer slots and step
-come from the latest checkpoint, the input pipeline skips the batches already consumed (see
-data.train_dataset) and dropout masks are a function of the step (see loop.py), so a killed and
-resumed run ends with the same weights as an uninterrupted one (with --deterministic, bit for bit).
+when known) plus `pretrain_run.json` (the run's PretrainSettings as it started; a resume must
+share those that decide which batches come next), `run_log.json` (`albert_tf.run_record`: each
+process's steps, dtype and hardware, and every setting a resume changed, at its step) and
+TensorBoard logs in logs/train and logs/eval. Running again on the same directory with the same
+settings resumes exactly: weights, optimizer slots and step come from the latest checkpoint, the
+input pipeline skips the batches already consumed (see data.train_dataset) and dropout masks are
+a function of the step (see loop.py), so a killed and resumed run ends with the same weights as
+an uninterrupted one (with --deterministic, bit for bit).
 
 Host loops (`--steps-per-loop N`): training runs in calls of up to N steps on the device
 (loop.py). A loop never crosses a checkpoint, an evaluation or the end of training: it is cut
@@ -71,6 +73,7 @@ from albert_tf.pretraining.run_dir import (
 )
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.strategy import device_type, is_chief, make_strategy
+from albert_tf.run_record import RunLog
 
 
 @dataclasses.dataclass
@@ -92,6 +95,9 @@ class PretrainResult:
     last_save_seconds: float = 0.0
     preempted: str | None = None  # the signal that stopped the run (SIGTERM, SIGINT), if any
     rollbacks: list[dict] = dataclasses.field(default_factory=list)  # the guard's, this run's
+    # What the whole run ran, every process of it (the chief's run_log.json, RunLog.summary):
+    # steps, dtype by step range, hardware, settings changed on a resume. None on other workers.
+    ran: dict | None = None
     # Held-out MLM accuracy of always answering the commonest masked piece, and the guard's
     # line when the run's final accuracy is no better (guard.stalled); None without eval data.
     mlm_baseline: float | None = None
@@ -174,6 +180,7 @@ def _pretrain(
     chief = is_chief(strategy)
     output = path_str(settings.output)
     resuming = False
+    run_log = None
     if chief:
         record = settings.record() | {
             "max_seq_length": inputs.spec.max_seq_length,
@@ -183,6 +190,7 @@ def _pretrain(
         resuming = prepare_output(
             output, inputs.config, record, inputs.sp_model, settings.overwrite
         )
+        run_log = (RunLog(output), record)
         checkpoint_dir = output
     else:
         # Non-chief workers must save too (collectives), but to a local scratch directory.
@@ -192,7 +200,7 @@ def _pretrain(
     keras.utils.set_random_seed(settings.seed)
     try:
         with keras_policy(inputs.dtype):
-            result = _run(settings, strategy, inputs, checkpoint_dir, chief, signals, started)
+            result = _run(settings, strategy, inputs, checkpoint_dir, run_log, signals, started)
     except BaseException:
         # A new run that fails before its first checkpoint leaves no directory behind.
         fresh_local = chief and not resuming and not is_remote(output)
@@ -213,13 +221,15 @@ def _run(
     strategy: tf.distribute.Strategy,
     inputs: _Inputs,
     checkpoint_dir: str,
-    chief: bool,
+    run_log: tuple[RunLog, dict] | None,
     signals: StopSignals,
     started: float,
 ) -> PretrainResult:
     """Builds the loop, restores the latest checkpoint (or the init checkpoint) and trains
-    (inside the run's dtype policy); a lost worker raises preemption.WorkerLost."""
+    (inside the run's dtype policy); a lost worker raises preemption.WorkerLost. `run_log`: the
+    chief's run log and the settings this process runs with (None on other workers)."""
     output = path_str(settings.output)
+    chief = run_log is not None
 
     def log(message: str) -> None:
         if chief and settings.progress:
@@ -241,7 +251,13 @@ def _run(
     elif inputs.init_prefix:
         _restore_init(loop, inputs.init_prefix, log)
         log(f"initialized from {inputs.init_prefix}")
-    run = _HostLoop(settings, loop, manager, inputs.spec, inputs.eval_spec, output, chief, log)
+    ran = None
+    if run_log is not None:
+        ran, record = run_log
+        step = int(loop.step.numpy())
+        for change in ran.begin(step, record, inputs.dtype):
+            log(f"{change['key']} changed at step {step}: {change['old']!r} -> {change['new']!r}")
+    run = _HostLoop(settings, loop, manager, inputs.spec, inputs.eval_spec, output, ran, log)
     try:
         return run.train(fresh=latest is None, started=started, signals=signals)
     except tf.errors.OpError as e:
@@ -365,7 +381,10 @@ def _next_multiple(step: int, every: int) -> int:
 class _HostLoop:
     """The host side of a run: loops, summaries, checkpoints, evaluation and the time budget."""
 
-    def __init__(self, settings, loop, manager, spec, eval_spec, output, chief, log):
+    def __init__(self, settings, loop, manager, spec, eval_spec, output, run_log, log):
+        chief = run_log is not None
+        self.run_log = run_log
+        self.taken = 0  # steps this process ran, those a rollback repeats included
         self.settings = settings
         self.loop = loop
         self.manager = manager
@@ -438,6 +457,8 @@ class _HostLoop:
         self.manager.save(checkpoint_number=step)
         self.save_seconds = time.monotonic() - begin
         self.saved_step = step
+        if self.run_log is not None:
+            self.run_log.reached(step, self.taken)
 
     def loop_length(self, step: int) -> int:
         """Steps of the next loop: N, cut short to end on a checkpoint, evaluation or the end,
@@ -570,6 +591,7 @@ class _HostLoop:
             rows = loop.run(iterator, steps)
         ended = time.monotonic()
         seconds = ended - begin
+        self.taken += steps
         result.loop_seconds.append(seconds)
         if self.check_loop(step + steps, rows):
             self.step = int(loop.step.numpy())
@@ -631,4 +653,8 @@ class _HostLoop:
             self.check_stall(result.eval_history[-1])
         result.step = step
         result.last_save_seconds = self.save_seconds
+        if self.run_log is not None:
+            ended = result.preempted or ("time" if result.stopped_early else "finished")
+            self.run_log.reached(step, self.taken, ended)
+            result.ran = self.run_log.summary()
         return result

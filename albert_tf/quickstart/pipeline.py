@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from albert_tf.config import PRESETS
+from albert_tf.dtypes import resolve_dtype
 from albert_tf.environment import check_tensorflow_hub
 from albert_tf.errors import ConfigError
 from albert_tf.export.bundle import export_bundle
@@ -48,9 +49,7 @@ from albert_tf.quickstart.reload import finish_new_process, hub_pooled_output, s
 from albert_tf.quickstart.report import print_demo_margins, print_next_steps, print_scores
 
 DEFAULT_OUT = "albert_quickstart"
-DEFAULT_MINUTES = (
-    4.0  # pretraining wall time at most; the quickstart takes 1.5-1.8 min on 2 idle cores
-)
+DEFAULT_MINUTES = 4.0  # pretraining wall time at most
 VOCAB_SIZE = 5000  # unigram on ~1.4 MB of text allows at most ~6,800 pieces
 SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
@@ -84,6 +83,7 @@ class QuickstartResult:
     train_history: list[dict] = field(default_factory=list)
     eval_history: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    dtype: str = ""  # the compute dtype pretraining ran in (bfloat16 or float32)
 
 
 def is_quickstart_output(path: Path) -> bool:
@@ -126,20 +126,23 @@ def run_quickstart(
     minutes: float = DEFAULT_MINUTES,
     overwrite: bool = False,
     log: Callable[[str], None] = lambda line: print(line, flush=True),
+    dtype: str = "auto",
 ) -> QuickstartResult:
     """Runs the quickstart pipeline into `out` (see the module docstring) and returns its figures.
 
-    Raises ConfigError for a non-positive `minutes` and OutputError when `out` exists (without
-    `overwrite`, and not written by a previous quickstart) or cannot be written, before any heavy
-    work.
+    `dtype` is pretraining's compute dtype ("auto": bfloat16 where the CPU has AMX or AVX-512
+    BF16, else float32). Raises ConfigError for a non-positive `minutes` or an unknown `dtype`,
+    and OutputError when `out` exists (without `overwrite`, and not written by a previous
+    quickstart) or cannot be written, before any heavy work.
     """
     target = validate_arguments(out, minutes, overwrite)
+    dtype = resolve_dtype(dtype, "CPU")
     steps = _Steps(9, log)
     log(f"albert-tf quickstart: a tiny ALBERT from scratch on CPU, into {target}")
     if is_quickstart_output(target):
         log("      (replacing the previous quickstart's output there when this run completes)")
     with atomic_dir(target, overwrite=True) as work:
-        sp_model, vocab_size, config, history = _build(work, target, minutes, steps)
+        sp_model, vocab_size, config, history = _build(work, target, minutes, dtype, steps)
 
     # The outputs are complete and in place: a new process reloads them while this one measures.
     reload = start_new_process(target / "hub", RELOAD_SENTENCE)
@@ -169,6 +172,7 @@ def run_quickstart(
         train_history=history.train_history,
         eval_history=history.eval_history,
         seconds=time.monotonic() - steps.started,
+        dtype=dtype,
     )
     with atomic_file(target / "results.json") as tmp:
         tmp.write_text(json.dumps(asdict(result), indent=2) + "\n")
@@ -218,7 +222,7 @@ def _measure(
     return _Measured(heldout, scores, demos, shipped, curves)
 
 
-def _build(work: Path, target: Path, minutes: float, steps: _Steps):
+def _build(work: Path, target: Path, minutes: float, dtype: str, steps: _Steps):
     """Steps 1-5 into `work` (which becomes `target`): corpus, vocabulary, pretraining data,
     the pretrained tiny model and its TF-Hub modules. Returns (sp_model, vocab_size, config,
     the pretraining result)."""
@@ -242,7 +246,7 @@ def _build(work: Path, target: Path, minutes: float, steps: _Steps):
     steps.done(f"{train_count} training instances, {heldout_count} held out")
 
     steps.start(f"Pretraining the tiny preset for {minutes:g} min on the CPU")
-    config, history = _pretrain(work, sp_model, vocab_size, minutes)
+    config, history = _pretrain(work, sp_model, vocab_size, minutes, dtype)
     steps.done(f"{history.step} steps of batch {BATCH_SIZE}")
 
     steps.start("Exporting the TF-Hub encoder and preprocess modules")
@@ -302,7 +306,7 @@ def _pretraining_data(text: Path, sp_model: Path, output: Path, dupe_factor: int
     return int(stats["num_instances"])
 
 
-def _pretrain(work: Path, sp_model: Path, vocab_size: int, minutes: float):
+def _pretrain(work: Path, sp_model: Path, vocab_size: int, minutes: float, dtype: str):
     """Pretrains the tiny preset on work/data for `minutes`, evaluating on work/heldout_data
     EVALUATIONS times; returns (config, PretrainResult).
 
@@ -328,5 +332,6 @@ def _pretrain(work: Path, sp_model: Path, vocab_size: int, minutes: float):
         log_every=max(min(50, train_steps // 20), 1),
         minutes=minutes,
         seed=SEED,
+        dtype=dtype,
     )
     return config, pretrain(settings)

@@ -4,7 +4,9 @@
     python docs/scripts/model_card.py --check  # exit 1 if either is stale
 
 Reads experiments/results/albert_en_mini/{manifest,pretraining}.json and, once it exists,
-experiments/results/label_efficiency/results.json. The card ships as
+experiments/results/label_efficiency/results.json; once the distilled model ships, the records
+of experiments/results/albert_en_mini_distill/ and the held-out figures of
+experiments/results/heldout/heldout.json. The card ships as
 albert_tf/pretrained/albert_en_mini/MODEL_CARD.md; the docs page docs/models/albert_en_mini.md
 holds the same text between its CARD_BEGIN and CARD_END lines (a copy, not the site's include,
 so the page reads as a page in the repository too), followed by its charts.
@@ -146,38 +148,78 @@ def _distill_corpus(packaged: dict) -> str:
         f"{total:,} sentences of 4 to {packaged['corpus']['max_words']} words, each once, from the "
         "pretraining sources above plus the 206-article English Wikipedia sample in gensim 4.3.3's "
         "wheel (`gensim/test/test_data`; the text CC BY-SA 3.0 by Wikipedia's authors, the package "
-        "LGPL-2.1); 1% held out by a hash of the sentence (`experiments/distill_corpus.py`). A "
+        "LGPL-2.1); 1% held out by a hash of the sentence (the corpus as it was then: "
+        "`experiments/distill_corpus.py` now holds out documents, see the held-out figures). A "
         "sentence equal to one of the Rotten Tomatoes sentences the downstream figures use is "
         "dropped (the last column counts them).\n\n"
         "| source | sentences | Rotten Tomatoes sentences dropped |\n|---|---|---|\n" + rows
     )
 
 
-def _heldout_table(packaged: dict, stage3: dict) -> str:
-    held = stage3["heldout_pretraining"]
-    mlm = stage3["heldout_mlm_accuracy"]
-    shipped_mlm = packaged["heldout_mlm_accuracy"]["shipped float16 weights"]
-    rows = [
-        ("pretrain-only (shipped until this model)", held["albert_en_mini (pretrain-only)"],
-         mlm["albert_en_mini (pretrain-only)"]),
-        ("after distillation (stage 2)", held["stage 2"], mlm["stage 2"]),
-        ("shipped float16 weights",
-         packaged["heldout_pretraining"]["shipped float16 weights"], shipped_mlm),
-        ("float32 checkpoint", packaged["heldout_pretraining"]["float32 checkpoint"],
-         mlm["distilled"]),
-    ]  # fmt: skip
-    count = held["stage 2"]["num_examples"]
+HELDOUT_ROWS = (  # the card's rows: experiments/heldout_figures.py's model names
+    ("pretrain-only (shipped until this model)", "pretrain-only"),
+    ("after distillation, stage 1", "stage 1"),
+    ("after distillation, stage 2", "stage 2"),
+    ("shipped float16 weights", "shipped float16 weights"),
+    ("float32 checkpoint (stage 3)", "stage 3, float32 checkpoint"),
+)
+
+
+def _heldout_section(heldout: dict) -> str:
+    """The held-out table (experiments/results/heldout/heldout.json) and how its text was made."""
+    audit, text = heldout["audit"], heldout["evaluation_text"]
+    models = heldout["models"]
+    first = models["pretrain-only"]
+    sequences = first["sequences"]
+    own, unseen = (first["blanks"][k] for k in ("evaluation sentences",
+                                                "unseen sentences of the shared sources"))  # fmt: skip
+    held = sum(s["documents"] for s in audit["pretraining_heldout_documents"].values())
+    unseen_documents = audit["documents_no_stage_trained_on"] or "none"
     lines = [
-        f"| model | MLM accuracy, {count:,} held-out pretraining sequences | SOP accuracy | loss "
-        f"| MLM accuracy, {mlm['blanks']:,} blanks in held-out sentences |",
-        "|---|---|---|---|---|",
-        f"| unigram guess (chance for SOP) | | 0.5 | | {mlm['unigram guess']:.4f} |",
+        "Every corpus built from the sources above (pretraining, distillation and any next one) "
+        f"holds out the same documents: {heldout['heldout_percent']}% of them, by a hash of the "
+        "document's name (`experiments/heldout.py`). The distillation corpus of this model was "
+        "made before that: it kept every document and held out "
+        f"{heldout['old_distillation_heldout_percent']}% of sentences by a hash of the sentence, "
+        f"so of the {held:,} documents pretraining held out {unseen_documents} went unseen by every "
+        "stage, and "
+        f"{audit['distillation_heldout_sentences_in_pretraining_training_documents']:,} of the "
+        f"{audit['distillation_heldout_sentences']:,} sentences distillation held out were in "
+        "pretraining's training documents. The card's earlier held-out figures (kept in "
+        "`experiments/results/albert_en_mini_distill/distill_stage3.json` and `packaged.json`) "
+        "were therefore not held out for every row. These are measured on text none of the "
+        "models trained on (`experiments/heldout_figures.py`, "
+        "`experiments/results/heldout/heldout.json`): two sources that no corpus reads, Botchan "
+        f"(Natsume, Morri's 1919 translation, {text['botchan']['documents']} chapters) and a "
+        f"tenth of the Linux kernel's documentation pages ({text['linux-doc']['documents']} "
+        f"pages, by the same hash), {sequences['num_examples']:,} sequences of 128 pieces; and "
+        f"the {audit['sentences_no_stage_trained_on']:,} sentences of the pretraining sources "
+        "that no stage trained on (in a document pretraining held out, among the sentences "
+        "distillation held out, and in no training document). +- is the binomial standard "
+        "error. The held-out cosine to the teacher (section 2) is on distillation's held-out "
+        "sentences, most of them in pretraining's training text; it is not measured again here, "
+        "as the finished stages did not keep their projection to the teacher.",
+        "",
+        f"| model | MLM accuracy, {sequences['num_masked_tokens']:,} blanks in "
+        f"{sequences['num_examples']:,} sequences | SOP accuracy | loss | MLM accuracy, "
+        f"{own['blanks']:,} blanks in their sentences | MLM accuracy, {unseen['blanks']:,} blanks "
+        "in the pretraining sources' unseen sentences |",
+        "|---|---|---|---|---|---|",
+        f"| unigram guess (chance for SOP) | | 0.5 | | {own['unigram guess']:.4f} | "
+        f"{unseen['unigram guess']:.4f} |",
     ]
-    for name, scores, sentences in rows:
-        lines.append(
-            f"| {name} | {scores['mlm_accuracy']:.4f} | {scores['sop_accuracy']:.4f} | "
-            f"{scores['loss']:.4f} | {sentences:.4f} |"
-        )
+    for label, name in HELDOUT_ROWS:
+        seq, blanks = models[name]["sequences"], models[name]["blanks"]
+        cells = [
+            f"{seq['mlm_accuracy']:.4f} +- {seq['mlm_accuracy_se']:.4f}",
+            f"{seq['sop_accuracy']:.4f} +- {seq['sop_accuracy_se']:.4f}",
+            f"{seq['loss']:.4f}",
+        ] + [
+            f"{b['accuracy']:.4f} +- {b['accuracy_se']:.4f}"
+            for b in (blanks["evaluation sentences"],
+                      blanks["unseen sentences of the shared sources"])
+        ]  # fmt: skip
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -219,15 +261,40 @@ def _few_labels(label_efficiency: dict | None, arm: str) -> str:
     return "against the bag of words (the table above): " + "; ".join(parts)
 
 
+def _dtypes(ran: dict) -> str:
+    """The dtype of each step range of a stage's `ran` (run_record.RunLog.summary's layout)."""
+    ranges = ran["dtype"]
+    if len(ranges) == 1:
+        return f"in {ranges[0]['dtype']}"
+    return ", ".join(
+        f"steps {r['from_step'] + 1:,}-{r['to_step']:,} in {r['dtype']}" for r in ranges
+    )
+
+
+def _changes(ran: dict) -> str:
+    """The settings a stage's `ran` says changed mid-run, each with its step."""
+    return "; ".join(
+        f"at step {c['step']:,}, {c['key']} {c['old']} -> {c['new']}"
+        for c in ran["settings_changes"]
+    )
+
+
 def _distilled_sections(packaged: dict) -> str:
     stage2 = _load(DISTILL / "distill_stage2.json")
     stage3 = _load(DISTILL / "distill_stage3.json")
     stage1 = _load(DISTILL / "distill.json")
-    if stage1 is None or stage2 is None or stage3 is None:
+    # What each stage ran (dtype by step range, settings changed mid-run): the correction
+    # beside the records, which predate run_log.json and repeat the last command line.
+    ran = _load(DISTILL / "ran.json")
+    heldout = _load(RESULTS / "heldout" / "heldout.json")
+    if stage1 is None or stage2 is None or stage3 is None or ran is None or heldout is None:
         raise SystemExit(
-            f"{DISTILL}: distill.json, distill_stage2.json or distill_stage3.json is missing"
+            f"{DISTILL}: distill.json, distill_stage2.json, distill_stage3.json or ran.json is "
+            "missing, or experiments/results/heldout/heldout.json"
         )
     s1, s2, s3 = stage1["settings"], stage2["settings"], stage3["settings"]
+    ran1, ran2, ran3 = (ran["stages"][n]["ran"] for n in ("1", "2", "3"))
+    cut = next(c for c in ran1["settings_changes"] if c["key"] == "train_steps")
     teacher = stage2["teacher_package"]
     demo = packaged["quickstart_fill_in_the_blank"]["median_rank"]
     return f"""## 2. Distillation from {TEACHER_NAME}
@@ -250,24 +317,27 @@ tokenizers differ), with masked-LM alongside at weight {s1["mlm_weight"]:g}
 (`albert-tf distill`). The teacher's embeddings of the corpus were computed once and cached (with
 transformers on a GPU, checked on the held-out sentences against albert-tf's own TensorFlow
 teacher on the CPU: cosine {stage2["teacher_cache_provenance"]["min_cosine"]:.5f} or more).
-AdamW at {s1["learning_rate"]:g}, batch {s1["batch_size"]}, float32: stage 1 ran
-{s1["train_steps"]:,} steps (seed {s1["seed"]}), stage 2 {s2["train_steps"]:,} more from it
-(seed {s2["seed"]}, a new warmup and decay). Held-out cosine to the teacher:
+AdamW at {s1["learning_rate"]:g}, batch {s1["batch_size"]}. Stage 1 ran {ran1["steps"]:,} steps
+(seed {s1["seed"]}), {_dtypes(ran1)}. Its settings changed mid-run ({_changes(ran1)}):
+planned for {cut["old"]:,} steps, its warmup and linear decay aimed at step {cut["old"]:,} until
+step {cut["step"]:,} and at step {cut["new"]:,} after, a schedule that neither setting describes
+(`experiments/results/albert_en_mini_distill/ran.json`, a correction beside the stage's record,
+gives the rate at those steps). Stage 2 ran {ran2["steps"]:,} more from it {_dtypes(ran2)} (seed
+{s2["seed"]}, a new warmup and decay). Held-out cosine to the teacher:
 {stage1["eval"]["cosine"]:.3f} after stage 1, {stage2["eval"]["cosine"]:.3f} after stage 2.
 
 ## 3. The pretraining heads trained again
 
 Distillation left the sentence-order head at chance ({stage3["heldout_pretraining"]["stage 2"]["sop_accuracy"]:.3f}
-on the held-out pretraining sequences): the distilled pooled output no longer carries the order of
-two segments (a logistic regression refitted on it reached 0.527), so the head could not be
-refitted alone. Stage 3 continued `albert-tf pretrain` from the stage-2 student with the original
+on the held-out pretraining sequences). Stage 3 continued `albert-tf pretrain` from the stage-2 student with the original
 objective: {s3["train_steps"]:,} steps of {s3["batch_size"]} x {s3["max_seq_length"]} tokens on a
 new masking of the pretraining corpus's training split, LAMB at {s3["learning_rate"]:g} with
-{s3["warmup_steps"]} warmup steps, seed {s3["seed"]}. This is the shipped model.
+{s3["warmup_steps"]} warmup steps, seed {s3["seed"]}, {_dtypes(ran3)} (`--dtype {s3["dtype"]}` on a CPU with
+bfloat16 arithmetic). This is the shipped model.
 
 ## Held-out figures
 
-{_heldout_table(packaged, stage3)}
+{_heldout_section(heldout)}
 
 The quickstart's fill-in-the-blank (step 8, `albert-tf quickstart`) with this model: median rank
 of the answer {demo["trained"]:g} against the unigram guess's {demo["unigram"]:g} and untrained
@@ -357,7 +427,7 @@ python docs/scripts/model_card.py                          # this card"""
         )
         knowledge = (
             "- Anything that needs knowledge after 2021 or of the web: it learned its language "
-            "from 35 MB of older books, speeches, dictionary glosses and software documentation, "
+            "from older books, speeches, dictionary glosses and software documentation, "
             "and a sentence encoder's view of 360,000 sentences of the same plus a Wikipedia "
             "sample."
         )
@@ -384,8 +454,8 @@ python docs/scripts/model_card.py                 # this card"""
             "the pipeline, as a start that trains in minutes, not for its knowledge."
         )
         knowledge = (
-            "- Anything that needs knowledge after 2021 or of the web: its text is 35 MB of older "
-            "books, speeches, dictionary glosses and software documentation; tweets, reviews and "
+            "- Anything that needs knowledge after 2021 or of the web: its text is older books, "
+            "speeches, dictionary glosses and software documentation; tweets, reviews and "
             "chat are far from it."
         )
     return f"""# albert_en_mini

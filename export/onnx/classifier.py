@@ -1,26 +1,34 @@
-"""A fine-tuned classifier as raw-string ONNX models beside its `serving/` SavedModel.
+"""A fine-tuned classifier or regression as raw-string ONNX models beside its `serving/` SavedModel.
 
 `export_classifier_onnx(finetuned_dir)` writes `finetuned_dir/onnx/`:
 
-- `classifier.onnx` (float32 encoder) and `classifier_int8.onnx` (ONNX Runtime's fusions and
-  dynamic int8 on the encoder; the head stays float32): input `text` (and `text_pair` for
-  pair tasks) strings [B]; outputs as `serving/`'s signature: `label` string [B], `label_id`
-  int32 [B], `probabilities` float32 [B, L], `logits` float32 [B, L] (B = 0 included:
-  `albert_tf.export.onnx.text.guard_empty_batch`);
-- `report.json`: how each file agrees with `serving/` on probe text (labels equal, largest
-  probability difference), the fused operators and the window settings (null without).
+- for a classify task, `classifier.onnx` (float32 encoder) and `classifier_int8.onnx` (ONNX
+  Runtime's fusions and dynamic int8 on the encoder; the head stays float32): input `text`
+  (and `text_pair` for pair tasks) strings [B]; outputs as `serving/`'s signature: `label`
+  string [B], `label_id` int32 [B], `probabilities` float32 [B, L], `logits` float32 [B, L];
+- for a regress task, `regression.onnx` and `regression_int8.onnx`, the same two encoders:
+  the same inputs; output `value` float32 [B], what `serving/` names `prediction` and
+  `predict` writes as each record's "prediction";
+- `report.json`: the task, how each file agrees with `serving/` on probe text (labels equal
+  and the largest probability difference, or the largest value difference), the fused
+  operators and the window settings (null without).
+
+B = 0 is a batch too (`albert_tf.export.onnx.text.guard_empty_batch`). A SQuAD model's files
+are `albert_tf.export.onnx.squad`'s; other tasks are refused (ExportError).
 
 Tokenization and packing are `albert_tf.export.onnx.text`'s, padded to the batch's longest
 text (at most the model's `max_seq_length`; padding is masked, so outputs are those of a
 full-length batch within float rounding). A model
 fine-tuned with `--max-windows` above 1 reads a long text as up to that many windows placed and
 pooled as `serving/` does (`albert_tf.export.onnx.windows`, from finetune.json's window settings): the
-encoder runs on the real windows of the batch, and the head pools their logits per text.
+encoder runs on the real windows of the batch, and the head pools their logits (a regression's
+one output) per text.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +36,13 @@ import numpy as np
 import onnx
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
-from onnx import TensorProto, compose, helper
+from onnx import TensorProto, helper
 
 from albert_tf.errors import ExportError
 from albert_tf.export.onnx import optimize
 from albert_tf.export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
 from albert_tf.export.onnx.squad import describe_onnx_squad, write_onnx_squad
-from albert_tf.export.onnx.text import (
-    TEXT_INPUTS,
-    guard_empty_batch,
-    preprocess_graph,
-    with_preprocess,
-)
+from albert_tf.export.onnx.text import TEXT_INPUTS, preprocess_graph, raw_string_models
 from albert_tf.export.onnx.windows import WINDOW_PRESENT, Windows, pool_windows
 from albert_tf.export.onnx.writer import run, save_models, session
 from albert_tf.export.writers import (
@@ -54,21 +57,31 @@ from albert_tf.finetune.predict import load_finetuned
 from albert_tf.preprocess.corpus import probe_sentences, pydoc_topic_documents
 
 CLASSIFIER_FILES = {"float32": "classifier.onnx", "int8": "classifier_int8.onnx"}
-SERVING_OUTPUTS = ("label", "label_id", "probabilities", "logits")
+REGRESSION_FILES = {"float32": "regression.onnx", "int8": "regression_int8.onnx"}
+# What `export --finetuned DIR --onnx` writes raw-string models for (the refusal's words).
+COVERED = (
+    "ONNX export of fine-tuned models covers classify and regress tasks and SQuAD with "
+    "ALBERT's SQuAD 2.0 head (the default on v2.0 data)"
+)
+
+# A head's graph outputs: (name, the value it names, dtype, shape).
+Outputs = list[tuple[str, str, int, list[Any]]]
 
 
-def head_graph(
+def _task_head(
     weights: tuple[np.ndarray, np.ndarray],
-    labels: list[str],
     hidden_size: int,
-    windows: Windows | None = None,
+    windows: Windows | None,
+    name: str,
+    outputs: Callable[[GraphBuilder, str], Outputs],
 ) -> onnx.ModelProto:
-    """`pooled_output` float32 [B, H] -> `logits`, `probabilities` [B, L], `label_id` int32
-    [B], `label` string [B] (argmax; labels as `serving/` names them). `weights`: the task
-    head's kernel [H, L] and bias [L] (`TaskHead.output_weights`).
+    """The graph `name`: `pooled_output` float32 [B, H] -> the task head's logits [B, N]
+    (`weights`: its kernel [H, N] and bias [N], `TaskHead.output_weights`) -> what
+    `outputs(g, logits)` builds from them.
 
     With `windows`: `pooled_output` [W, H] of the real windows and `window_present` bool
-    [B, K] in; the window logits are pooled into each text's (`windows.window_pooling`) first."""
+    [B, K] in; the window logits are pooled into each text's (`windows.window_pooling`) first,
+    as `Classify.forward` pools them for both tasks."""
     g = GraphBuilder()
     kernel = g.constant("task_head/dense/kernel", weights[0])
     bias = g.constant("task_head/dense/bias", weights[1])
@@ -81,43 +94,71 @@ def head_graph(
     inputs = [
         helper.make_tensor_value_info("pooled_output", TensorProto.FLOAT, [rows, hidden_size])
     ]
-    probabilities = g.node("Softmax", [logits], "head", axis=-1)
-    label_id = g.node("ArgMax", [logits], "head", axis=-1, keepdims=0)  # int64 [B]
-    names = g.constant("head/labels", np.array(labels or [""], dtype=object), object)
-    label = g.node("Gather", [names, label_id], "head")
-    for name, value in (
-        ("logits", logits),
-        ("probabilities", probabilities),
-        ("label_id", g.node("Cast", [label_id], "head", to=TensorProto.INT32)),
-        ("label", label),
-    ):
-        g.nodes.append(helper.make_node("Identity", [value], [name], name=name))
-    num_labels = int(weights[0].shape[1])
+    declared = []
+    for output, value, dtype, dims in outputs(g, logits):
+        g.nodes.append(helper.make_node("Identity", [value], [output], name=output))
+        declared.append(helper.make_tensor_value_info(output, dtype, dims))
     graph = helper.make_graph(
-        g.nodes,
-        "albert_classifier_head",
-        inputs + present,
-        [
-            helper.make_tensor_value_info("label", TensorProto.STRING, ["batch"]),
-            helper.make_tensor_value_info("label_id", TensorProto.INT32, ["batch"]),
-            helper.make_tensor_value_info(
-                "probabilities", TensorProto.FLOAT, ["batch", num_labels]
-            ),
-            helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", num_labels]),
-        ],
-        initializer=list(g.initializers.values()),
+        g.nodes, name, inputs + present, declared, initializer=list(g.initializers.values())
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
     return model
 
 
+def head_graph(
+    weights: tuple[np.ndarray, np.ndarray],
+    labels: list[str],
+    hidden_size: int,
+    windows: Windows | None = None,
+) -> onnx.ModelProto:
+    """A classifier's head (`_task_head`): `pooled_output` -> `label` string [B] (argmax;
+    labels as `serving/` names them), `label_id` int32 [B], `probabilities`, `logits` [B, L]."""
+    num_labels = int(weights[0].shape[1])
+
+    def outputs(g: GraphBuilder, logits: str) -> Outputs:
+        label_id = g.node("ArgMax", [logits], "head", axis=-1, keepdims=0)  # int64 [B]
+        names = g.constant("head/labels", np.array(labels or [""], dtype=object), object)
+        return [
+            ("label", g.node("Gather", [names, label_id], "head"), TensorProto.STRING, ["batch"]),
+            (
+                "label_id",
+                g.node("Cast", [label_id], "head", to=TensorProto.INT32),
+                TensorProto.INT32,
+                ["batch"],
+            ),
+            (
+                "probabilities",
+                g.node("Softmax", [logits], "head", axis=-1),
+                TensorProto.FLOAT,
+                ["batch", num_labels],
+            ),
+            ("logits", logits, TensorProto.FLOAT, ["batch", num_labels]),
+        ]
+
+    return _task_head(weights, hidden_size, windows, "albert_classifier_head", outputs)
+
+
+def regression_head_graph(
+    weights: tuple[np.ndarray, np.ndarray], hidden_size: int, windows: Windows | None = None
+) -> onnx.ModelProto:
+    """A regression's head (`_task_head`, one output): `pooled_output` -> `value` float32 [B],
+    the (pooled) logit, as `Regress.outputs` takes it."""
+
+    def outputs(g: GraphBuilder, logits: str) -> Outputs:
+        axis = g.constant("head/axis_1", [1], np.int64)
+        value = g.node("Squeeze", [logits, axis], "head")
+        return [("value", value, TensorProto.FLOAT, ["batch"])]
+
+    return _task_head(weights, hidden_size, windows, "albert_regression_head", outputs)
+
+
 def classifier_graphs(
     finetuned: Any, encoders: dict[str, onnx.ModelProto]
 ) -> dict[str, onnx.ModelProto]:
-    """The raw-string classifier around each of `encoders` (kind -> an encoder graph of
-    `finetuned`'s encoder): strings -> the serving outputs, with `finetuned`'s tokenizer,
-    sequence length, windows and head."""
+    """The raw-string classifier (a regression's model for a regress task) around each of
+    `encoders` (kind -> an encoder graph of `finetuned`'s encoder): strings -> the outputs of
+    the module docstring, with `finetuned`'s tokenizer, sequence length, windows and head."""
     settings = finetuned.task.settings
     model = finetuned.model
     windows = Windows.of(settings)
@@ -129,33 +170,20 @@ def classifier_graphs(
         windows,
         pad_to_longest=True,
     )
-    labels = list(settings.labels or [])
-    head = head_graph(
-        model.task_head.output_weights(), labels, model.encoder.config.hidden_size, windows
-    )
-    head = compose.add_prefix(head, "head/", rename_inputs=False, rename_outputs=False)
-    graphs = {}
-    for kind, encoder in encoders.items():
-        merged = compose.merge_models(
-            with_preprocess(preprocess, encoder),
-            head,
-            io_map=[(i.name, i.name) for i in head.graph.input],
-        )
-        # The outputs are chosen here, not by merge_models: given outputs, it extracts the
-        # graph with onnx.utils.Extractor, which drops initializers only Loop bodies read (the
-        # text graph's tokenizer tables). Every node still feeds a serving output.
-        outputs = {o.name: o for o in merged.graph.output}
-        del merged.graph.output[:]
-        merged.graph.output.extend(outputs[name] for name in SERVING_OUTPUTS)
-        graphs[kind] = guard_empty_batch(merged)
-    return graphs
+    weights = model.task_head.output_weights()
+    hidden_size = model.encoder.config.hidden_size
+    if settings.task == "regress":
+        head = regression_head_graph(weights, hidden_size, windows)
+    else:
+        head = head_graph(weights, list(settings.labels or []), hidden_size, windows)
+    return raw_string_models(preprocess, head, encoders)
 
 
 def check_exportable(task: Any) -> None:
-    """ExportError unless `task` is a classifier."""
+    """ExportError unless `task` is a classifier (what the raw-string classifier computes)."""
     if task.settings.task != "classify":
         raise ExportError(
-            "ONNX export of fine-tuned models covers classify tasks; "
+            "the raw-string ONNX classifier covers classify tasks; "
             f"this one is {task.settings.task}"
         )
 
@@ -174,7 +202,8 @@ def probe_texts(num_segments: int) -> dict[str, np.ndarray]:
 def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
     """Writes `finetuned_dir/onnx/` (see the module docstring) atomically; returns the report.
 
-    Raises CheckpointError (not a fine-tuned model directory), ExportError (not a classifier).
+    Raises CheckpointError (not a fine-tuned model directory), ExportError (a task without
+    raw-string ONNX models: `COVERED`).
     """
     finetuned_dir = Path(finetuned_dir)
     source = ExportSource(finetuned_dir=finetuned_dir, finetuned=load_finetuned(finetuned_dir))
@@ -182,13 +211,39 @@ def export_classifier_onnx(finetuned_dir: str | os.PathLike) -> dict[str, Any]:
     return write_one(writer, source, finetuned_dir / writer.directory)
 
 
+def _label_agreement(got: dict[str, np.ndarray], expected: dict[str, Any]) -> dict[str, Any]:
+    """How a classifier's outputs `got` agree with serving/'s `expected` on the same texts."""
+    want = np.array([s.decode() for s in expected["label"].numpy()], dtype=object)
+    return dict(
+        labels_equal=got["label"].tolist() == want.tolist(),
+        label_agreement=float(np.mean(got["label"] == want)),
+        probabilities_max_abs_diff=float(
+            np.abs(got["probabilities"] - expected["probabilities"].numpy()).max()
+        ),
+    )
+
+
+def _value_agreement(got: dict[str, np.ndarray], expected: dict[str, Any]) -> dict[str, Any]:
+    """How a regression's `value` agrees with serving/'s `prediction` on the same texts."""
+    return dict(
+        values_max_abs_diff=float(np.abs(got["value"] - expected["prediction"].numpy()).max())
+    )
+
+
 def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
-    """The fine-tuned `onnx` writer (`albert_tf.export.writers`): the classifiers of the module docstring
-    into `target`, checked against the model's serving/; returns the report."""
+    """The fine-tuned `onnx` writer (`albert_tf.export.writers`): the files of the module
+    docstring for a classify or regress task (a SQuAD model's: `squad.write_onnx_squad`) into
+    `target`, checked against the model's serving/ on `probe_texts`; returns the report.
+    ExportError (`COVERED`) for any other task and for SQuAD with BERT's head."""
     finetuned = source.finetuned
-    if finetuned.task.settings.task == "squad":
+    task = finetuned.task.settings.task
+    if task == "squad":
+        if not finetuned.task.albert_head:
+            raise ExportError(f"{COVERED}; this one has --squad-head bert")
         return write_onnx_squad(source, target)
-    check_exportable(finetuned.task)
+    if task not in ("classify", "regress"):
+        raise ExportError(f"{COVERED}; this one is {task}")
+    regression = task == "regress"
     settings = finetuned.task.settings
     config = finetuned.model.encoder.config
     num_segments = 2 if settings.has_pair else 1
@@ -198,27 +253,20 @@ def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
     graphs = classifier_graphs(
         finetuned, {"float32": float32, "int8": optimize.quantize_dynamic_int8(fused)}
     )
-    files = {CLASSIFIER_FILES[kind]: graph for kind, graph in graphs.items()}
+    names = REGRESSION_FILES if regression else CLASSIFIER_FILES
+    files = {names[kind]: graph for kind, graph in graphs.items()}
 
     inputs = probe_texts(num_segments)
     serving_dir = source.finetuned_dir / SERVING_DIR
     serving = tf.saved_model.load(str(serving_dir)).signatures["serving_default"]
     expected = serving(**{k: tf.constant(v.astype(str)) for k, v in inputs.items()})
-    agreement = {}
-    for name, classifier in files.items():
-        got = run(session(classifier), inputs)
-        want_labels = [s.decode() for s in expected["label"].numpy()]
-        agreement[name] = dict(
-            labels_equal=got["label"].tolist() == want_labels,
-            label_agreement=float(np.mean(got["label"] == np.array(want_labels, dtype=object))),
-            probabilities_max_abs_diff=float(
-                np.abs(got["probabilities"] - expected["probabilities"].numpy()).max()
-            ),
-        )
+    agree = _value_agreement if regression else _label_agreement
     report = {
+        "task": task,
         "seq_length": settings.max_seq_length,
         "inputs": list(TEXT_INPUTS[:num_segments]),
-        "labels": list(settings.labels or []),
+        "outputs": [o.name for o in graphs["float32"].graph.output],
+        "labels": None if regression else list(settings.labels or []),
         "windows": windows.record() if windows else None,
         "fused_ops": {
             op: n for op, n in optimize.op_counts(fused).items() if op in optimize.FUSED_OPS
@@ -226,7 +274,9 @@ def write_onnx_classifier(source: ExportSource, target: Path) -> dict[str, Any]:
         # What serving/ computes in (fine-tuning's resolved --dtype); the ONNX files compute
         # in float32 (and int8), so a bfloat16 model's float32 file differs by bfloat16 rounding.
         "serving_dtype": finetuned.record.dtype,
-        "against_serving": agreement,
+        "against_serving": {
+            name: agree(run(session(model), inputs), expected) for name, model in files.items()
+        },
     }
     return save_models(target, files, report)
 

@@ -1,17 +1,22 @@
-"""A fine-tuned SQuAD model with ALBERT's SQuAD 2.0 head as raw-string ONNX models.
+"""A fine-tuned SQuAD model as raw-string ONNX models, with ALBERT's SQuAD 2.0 head or BERT's.
 
 `squad_graphs(finetuned, encoders)` builds, for each encoder graph, one model: inputs
 `question` and `context` strings [B]; outputs as `serving/`'s signature (`Squad.serving_function`):
 `answer` string [B] (the answer's pieces joined, "▁" as a space, stripped; "" for no answer),
-`start_token`, `end_token` int32 [B] (0 for no answer), `null_score_diff` float32 [B] (the
-answer-class logit) and the beam (`start_top_log_probs`, `start_top_index` [B, K],
-`end_top_log_probs`, `end_top_index` [B, K * K']). One window per question, as `serving/`:
-the question keeps its first `max_query_length` tokens and the context the rest
-(`albert_tf.export.onnx.text.preprocess_graph`'s `first_bound`).
+`start_token`, `end_token` int32 [B] (0 for no answer), `null_score_diff` float32 [B] (ALBERT's
+answer-class logit; BERT's null score less the best pair's), then ALBERT's beam
+(`start_top_log_probs`, `start_top_index` [B, K], `end_top_log_probs`, `end_top_index`
+[B, K * K']) or BERT's `start_logits`, `end_logits` [B, S], and `context_before` string [B]
+(the context's pieces before the answer joined, "▁" as a space, not stripped; "" for no answer:
+where `albert_tf.runtimes.triton.model` finds the answer's characters in the context). One
+window per question, as `serving/`: the question keeps its first `max_query_length` tokens and
+the context the rest (`albert_tf.export.onnx.text.preprocess_graph`'s `first_bound`).
 
 The head is `albert_tf.finetune.tasks.squad.heads`'s computation in ONNX operators (TopK for the
 beam, OneHot products for the start states, LayerNormalization), and the answer is chosen as
-`Squad._serve_beam` does.
+`Squad._serve_beam` does; BERT's pairs are scored and chosen as `Squad._serve_pairs` does.
+`export --finetuned --onnx` (`write_onnx_squad`) writes ALBERT's head's; `export --triton`
+(`albert_tf.export.triton.repository`) either.
 
 The SQuAD task's one part outside its package (`albert_tf.finetune.tasks.squad`): it builds on
 this folder's graph builder and raw-string preprocessing (`encoder.GraphBuilder`,
@@ -27,12 +32,11 @@ import numpy as np
 import onnx
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops serving/ uses)
-from onnx import TensorProto, compose, helper
+from onnx import TensorProto, helper
 
-from albert_tf.errors import ExportError
 from albert_tf.export.onnx import optimize
 from albert_tf.export.onnx.encoder import OPSET, GraphBuilder, encoder_graph
-from albert_tf.export.onnx.text import CONTRIB, guard_empty_batch, preprocess_graph, with_preprocess
+from albert_tf.export.onnx.text import CONTRIB, preprocess_graph, raw_string_models
 from albert_tf.export.onnx.writer import run, save_models, session
 from albert_tf.finetune.directory import SERVING_DIR
 from albert_tf.preprocess.corpus import pydoc_topic_documents
@@ -273,8 +277,11 @@ def _choose(
     return {"start": start_token, "end": end_token, "has_answer": has_answer}
 
 
-def _answer_text(g: GraphBuilder, tokenizer: Any, ids: str, chosen: dict) -> str:
-    """The pieces from start to end token joined, "▁" as a space, stripped ("" if no answer)."""
+def _answer_text(
+    g: GraphBuilder, tokenizer: Any, ids: str, chosen: dict, context: str
+) -> tuple[str, str]:
+    """(the pieces from start to end token joined, "▁" as a space, stripped; the context's
+    pieces before the start token joined, "▁" as a space), "" each if no answer."""
     sp = tokenizer.sp_model
     pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
     pieces = [" ⁇ " if sp.is_unknown(i) else p for i, p in enumerate(pieces)]
@@ -290,11 +297,21 @@ def _answer_text(g: GraphBuilder, tokenizer: Any, ids: str, chosen: dict) -> str
         ],
         "text",
     )
-    text = g.node("Where", [inside, text, "const/empty"], "text")
+    before = g.node("And", [context, g.node("Less", ["const/positions", start], "text")], "text")
+    answer = _joined(g, g.node("Where", [inside, text, "const/empty"], "text"), strip=True)
+    prefix = _joined(g, g.node("Where", [before, text, "const/empty"], "text"), strip=False)
+    return tuple(
+        g.node("Where", [chosen["has_answer"], joined, "const/empty"], "text")
+        for joined in (answer, prefix)
+    )
+
+
+def _joined(g: GraphBuilder, text: str, strip: bool) -> str:
+    """The pieces [B, S] of each row joined, "▁" as a space, stripped if `strip`: [B]."""
     joined = g.multi_node(
         "StringJoin", [text, "const/empty", "const/axis_1"], "text", 1, domain=CONTRIB
     )[0]
-    for pattern, rewrite in (("▁", " "), (r"^\s+|\s+$", "")):
+    for pattern, rewrite in (("▁", " "), (r"^\s+|\s+$", ""))[: 2 if strip else 1]:
         joined = g.multi_node(
             "StringRegexReplace",
             [
@@ -306,12 +323,97 @@ def _answer_text(g: GraphBuilder, tokenizer: Any, ids: str, chosen: dict) -> str
             1,
             domain=CONTRIB,
         )[0]
-    return g.node("Where", [chosen["has_answer"], joined, "const/empty"], "text")
+    return joined
+
+
+def _pairs(
+    g: GraphBuilder,
+    head: Any,
+    inputs: tuple[str, str, str],
+    blank_id: int,
+    settings: Any,
+    length: int,
+) -> tuple[dict, dict]:
+    """BERT's head and its choice (`Squad._serve_pairs`): the best valid (start, end) pair of
+    all; (the chosen tokens int64 [B] and has_answer, the outputs `null_score_diff` [B] and
+    `start_logits`, `end_logits` [B, S], padding at -10000 as `Squad.forward` gives them).
+    `inputs`: the ids, input mask (int64 [B, S]) and context positions (bool [B, S]); `length`:
+    S."""
+    ids, mask, context = inputs
+    kernel, bias = head.output_weights()
+    logits = g.node(
+        "Add",
+        [
+            g.node("MatMul", ["sequence_output", g.constant("pairs/kernel", kernel)], "pairs"),
+            g.constant("pairs/bias", bias),
+        ],
+        "pairs",
+    )  # [B, S, 2]
+    padding = g.node(
+        "Mul",
+        [
+            g.node(
+                "Sub",
+                ["const/one_f", g.node("Cast", [mask], "pairs", to=TensorProto.FLOAT)],
+                "pairs",
+            ),
+            g.constant("pairs/padding", -10000.0, np.float32),
+        ],
+        "pairs",
+    )  # [B, S]
+    start, end = (
+        g.node(
+            "Add",
+            [
+                g.node("Gather", [logits, g.constant(f"pairs/{n}", i, np.int64)], "pairs", axis=2),
+                padding,
+            ],
+            "pairs",
+        )
+        for i, n in enumerate(("start", "end"))
+    )  # [B, S] each
+    pair = g.node(
+        "Add",
+        [
+            g.node("Unsqueeze", [start, "const/axis_2"], "pairs"),
+            g.node("Unsqueeze", [end, "const/axis_1"], "pairs"),
+        ],
+        "pairs",
+    )  # [B, S(start), S(end)]
+    flat = g.node("Reshape", [pair, "const/flat_beam"], "pairs")  # [B, S * S]
+    shape = g.node("Shape", [flat], "pairs")
+    starts, ends = (
+        g.node(
+            "Expand", [g.constant(f"pairs/{n}_of_pair", v[np.newaxis], np.int64), shape], "pairs"
+        )
+        for n, v in (
+            ("starts", np.repeat(np.arange(length), length)),
+            ("ends", np.tile(np.arange(length), length)),
+        )
+    )  # [B, S * S] each
+    valid = _valid(g, starts, ends, ids, context, settings, blank_id)
+    scores = g.node("Where", [valid, flat, g.constant("pairs/invalid", -1e9, np.float32)], "pairs")
+    best = g.node("ArgMax", [scores], "pairs", axis=-1, keepdims=1)  # [B, 1]
+    best_score = g.node("ReduceMax", [scores], "pairs", axes=[1], keepdims=0)  # [B]
+    null = g.node("Gather", [pair, "const/zero"], "pairs", axis=1)  # [B, S(end)]
+    null = g.node("Gather", [null, "const/zero"], "pairs", axis=1)  # [B]: start[0] + end[0]
+    diff = g.node("Sub", [null, best_score], "pairs")
+    has_answer = g.node("Greater", [best_score, g.constant("pairs/any", -1e8, np.float32)], "pairs")
+    if settings.threshold is not None:
+        limit = g.constant("pairs/threshold", settings.threshold, np.float32)
+        below = g.node("LessOrEqual", [diff, limit], "pairs")
+        has_answer = g.node("And", [has_answer, below], "pairs")
+    chosen = {
+        name: g.node("Squeeze", [_at(g, positions, best, "pairs"), "const/axis_1"], "pairs")
+        for name, positions in (("start", starts), ("end", ends))
+    }
+    chosen["has_answer"] = has_answer
+    return chosen, {"null_score_diff": diff, "start_logits": start, "end_logits": end}
 
 
 def head_graph(finetuned: Any) -> onnx.ModelProto:
     """`sequence_output` float32 [B, S, H] and the three encoder inputs int32 [B, S] -> the
-    serving outputs (see the module docstring)."""
+    serving outputs (see the module docstring) of ALBERT's head or BERT's."""
     settings, head = finetuned.task.settings, finetuned.model.task_head
     length, hidden = settings.max_seq_length, finetuned.model.encoder.config.hidden_size
     g = GraphBuilder()
@@ -321,12 +423,16 @@ def head_graph(finetuned: Any) -> onnx.ModelProto:
         for name in ("input_word_ids", "input_mask", "input_type_ids")
     )
     p_mask, context = _answer_mask(g, mask, types)
-    beam = _beam(g, head, "sequence_output", p_mask, hidden)
     # the threshold decode and serving/ apply (None on v1.1 data: every question answered)
-    chosen = _choose(
-        g, beam, ids, context, _blank_id(finetuned.tokenizer), _Decoding.of(finetuned.task)
-    )
-    answer = _answer_text(g, finetuned.tokenizer, ids, chosen)
+    decoding = _Decoding.of(finetuned.task)
+    blank_id = _blank_id(finetuned.tokenizer)
+    if finetuned.task.albert_head:
+        beam = _beam(g, head, "sequence_output", p_mask, hidden)
+        chosen = _choose(g, beam, ids, context, blank_id, decoding)
+        returned = {"null_score_diff": beam["cls_logits"], **{k: beam[k] for k in BEAM_OUTPUTS}}
+    else:
+        chosen, returned = _pairs(g, head, (ids, mask, context), blank_id, decoding, length)
+    answer, before = _answer_text(g, finetuned.tokenizer, ids, chosen, context)
 
     def token(name: str) -> str:
         value = g.node("Where", [chosen["has_answer"], chosen[name], "const/zero"], "out")
@@ -336,11 +442,12 @@ def head_graph(finetuned: Any) -> onnx.ModelProto:
         "answer": answer,
         "start_token": token("start"),
         "end_token": token("end"),
-        "null_score_diff": beam["cls_logits"],
-        **{k: beam[k] for k in BEAM_OUTPUTS},
+        **returned,
+        "context_before": before,
     }
     for name in ("start_top_index", "end_top_index"):
-        values[name] = g.node("Cast", [values[name]], "out", to=TensorProto.INT32)
+        if name in values:
+            values[name] = g.node("Cast", [values[name]], "out", to=TensorProto.INT32)
     for name, value in values.items():
         g.nodes.append(helper.make_node("Identity", [value], [name], name=name))
     k, beam_size = settings.start_n_top, settings.start_n_top * settings.end_n_top
@@ -353,6 +460,9 @@ def head_graph(finetuned: Any) -> onnx.ModelProto:
         "start_top_index": (TensorProto.INT32, ["batch", k]),
         "end_top_log_probs": (TensorProto.FLOAT, ["batch", beam_size]),
         "end_top_index": (TensorProto.INT32, ["batch", beam_size]),
+        "start_logits": (TensorProto.FLOAT, ["batch", length]),
+        "end_logits": (TensorProto.FLOAT, ["batch", length]),
+        "context_before": (TensorProto.STRING, ["batch"]),
     }
     inputs = [
         helper.make_tensor_value_info(
@@ -362,12 +472,14 @@ def head_graph(finetuned: Any) -> onnx.ModelProto:
         helper.make_tensor_value_info(name, TensorProto.INT32, ["batch", length])
         for name in ("input_word_ids", "input_mask", "input_type_ids")
     ]
+    read = {name for node in g.nodes for name in node.input}
     graph = helper.make_graph(
         g.nodes,
-        "albert_squad_v2_head",
+        "albert_squad_v2_head" if finetuned.task.albert_head else "bert_squad_head",
         inputs,
-        [helper.make_tensor_value_info(n, *shapes[n]) for n in SERVING_OUTPUTS],
-        initializer=list(g.initializers.values()),
+        [helper.make_tensor_value_info(n, *shapes[n]) for n in values],
+        # the constants one head does not read are left out (ONNX Runtime warns of each)
+        initializer=[v for k, v in g.initializers.items() if k in read],
     )
     model = helper.make_model(
         graph,
@@ -416,21 +528,7 @@ def squad_graphs(
     preprocess = _renamed_inputs(
         preprocess, dict(zip(("text", "text_pair"), SQUAD_INPUTS, strict=True))
     )
-    head = compose.add_prefix(
-        head_graph(finetuned), "head/", rename_inputs=False, rename_outputs=False
-    )
-    graphs = {}
-    for kind, encoder in encoders.items():
-        merged = compose.merge_models(
-            with_preprocess(preprocess, encoder),
-            head,
-            io_map=[(i.name, i.name) for i in head.graph.input],
-        )
-        outputs = {o.name: o for o in merged.graph.output}
-        del merged.graph.output[:]
-        merged.graph.output.extend(outputs[name] for name in SERVING_OUTPUTS)
-        graphs[kind] = guard_empty_batch(merged)
-    return graphs
+    return raw_string_models(preprocess, head_graph(finetuned), encoders)
 
 
 SQUAD_FILES = {"float32": "squad.onnx", "int8": "squad_int8.onnx"}
@@ -458,14 +556,9 @@ def probe_questions(tokenizer: Any, vocab_size: int) -> dict[str, np.ndarray]:
 def write_onnx_squad(source: Any, target: Any) -> dict[str, Any]:
     """The fine-tuned `onnx` writer for a SQuAD model with ALBERT's head: `squad.onnx` (float32
     encoder) and `squad_int8.onnx` (ORT's fusions and dynamic int8 on the encoder) into
-    `target`, checked against serving/ on `probe_questions`; returns the report. ExportError
-    for BERT's head."""
+    `target`, checked against serving/ on `probe_questions`; returns the report. The model has
+    ALBERT's head (`albert_tf.export.onnx.classifier.write_onnx_classifier` refuses BERT's)."""
     finetuned = source.finetuned
-    if not finetuned.task.albert_head:
-        raise ExportError(
-            "ONNX export of fine-tuned models covers classify tasks and SQuAD with ALBERT's "
-            "SQuAD 2.0 head (the default on v2.0 data); this one has --squad-head bert"
-        )
     config = finetuned.model.encoder.config
     float32 = encoder_graph(finetuned.model.encoder)
     fused = optimize.fuse(float32, config.num_attention_heads, config.hidden_size)

@@ -669,12 +669,44 @@ def with_preprocess(preprocess: onnx.ModelProto, model: onnx.ModelProto) -> onnx
         io_map=[(name, name) for name in ENCODER_INPUTS],
         outputs=outputs,
     )
-    # The encoder's sequence length is the packing's here: `sequence_output` [B, S, H] (S stays
-    # named where the packing pads to the batch's longest row).
+    # The encoder's rows and sequence length are the packing's here: `sequence_output` [B, S, H]
+    # (S stays named where the packing pads to the batch's longest row), or [W, S, H] on the
+    # rows of a windowed packing. Declared as [B, ...], W rows would have ONNX Runtime plan
+    # their buffers as B's (a warning on every run where W differs from B).
     ids = next(o for o in preprocess.graph.output if o.name == ENCODER_INPUTS[0])
-    seq_length = ids.type.tensor_type.shape.dim[1].dim_value
-    for output in merged.graph.output if seq_length else []:
-        for dim in output.type.tensor_type.shape.dim:
+    rows, seq_length = ids.type.tensor_type.shape.dim[:2]
+    encoder_outputs = {o.name for o in model.graph.output}
+    for output in merged.graph.output:
+        dims = output.type.tensor_type.shape.dim
+        if output.name in encoder_outputs and dims and dims[0].dim_param == "batch":
+            dims[0].dim_param = rows.dim_param or dims[0].dim_param
+        for dim in dims if seq_length.dim_value else []:
             if dim.dim_param == "sequence":
-                dim.dim_value = seq_length
+                dim.dim_value = seq_length.dim_value
     return merged
+
+
+def raw_string_models(
+    preprocess: onnx.ModelProto, head: onnx.ModelProto, encoders: dict[str, onnx.ModelProto]
+) -> dict[str, onnx.ModelProto]:
+    """A fine-tuned task's raw-string model around each of `encoders` (kind -> encoder graph):
+    `preprocess`, the encoder, then `head` (a graph reading encoder and preprocessing outputs by
+    name). Its outputs are `head`'s, in `head`'s order; an empty batch gets empty outputs
+    (`guard_empty_batch`)."""
+    head = compose.add_prefix(head, "head/", rename_inputs=False, rename_outputs=False)
+    names = [o.name for o in head.graph.output]
+    models = {}
+    for kind, encoder in encoders.items():
+        merged = compose.merge_models(
+            with_preprocess(preprocess, encoder),
+            head,
+            io_map=[(i.name, i.name) for i in head.graph.input],
+        )
+        # The outputs are chosen here, not by merge_models: given outputs, it extracts the
+        # graph with onnx.utils.Extractor, which drops initializers only Loop bodies read (the
+        # text graph's tokenizer tables). Every node still feeds one of the head's outputs.
+        outputs = {o.name: o for o in merged.graph.output}
+        del merged.graph.output[:]
+        merged.graph.output.extend(outputs[name] for name in names)
+        models[kind] = guard_empty_batch(merged)
+    return models

@@ -107,3 +107,35 @@ def test_output_is_the_flag_and_out_its_alias(capsys, tmp_path):
         main(["quickstart", "--help"])
     help_text = capsys.readouterr().out
     assert "--output DIR" in help_text and "--out " not in help_text
+
+
+class _Stop(Exception):
+    """Raised in place of the pipeline's heavy steps, once the dtype they get is seen."""
+
+
+@pytest.mark.parametrize("flag", [None, "float32", "bfloat16"])
+def test_dtype_reaches_pretraining(monkeypatch, tmp_path, flag):
+    from albert_tf.dtypes import cpu_supports_bfloat16
+    from albert_tf.quickstart import pipeline
+
+    seen = []
+
+    def build(work, target, minutes, dtype, steps):
+        seen.append(dtype)
+        raise _Stop
+
+    monkeypatch.setattr(pipeline, "_build", build)
+    argv = ["quickstart", "--output", str(tmp_path / "qs")] + (["--dtype", flag] if flag else [])
+    with pytest.raises(_Stop):
+        main(argv)
+    auto = "bfloat16" if cpu_supports_bfloat16() else "float32"
+    assert seen == [flag or auto]
+    assert not (tmp_path / "qs").exists()
+
+
+def test_unknown_dtype_is_one_line(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        main(["quickstart", "--output", str(tmp_path / "qs"), "--dtype", "float16"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(err) == 1 and "--dtype" in err[0]
+    assert list(tmp_path.iterdir()) == []

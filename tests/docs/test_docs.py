@@ -287,6 +287,20 @@ def test_fine_tuning_tables_are_generated_from_the_code():
     )
 
 
+def test_parameter_table_is_generated_from_the_code():
+    committed = (DOCS / "guides" / "albert.md").read_text()
+    assert committed == _script("params_table").render(committed), (
+        "docs/guides/albert.md is stale: run python docs/scripts/params_table.py"
+    )
+
+
+def test_paper_claims_tables_are_generated_from_the_ablations_record():
+    committed = (DOCS / "results" / "paper-claims.md").read_text()
+    assert committed == _script("paper_claims").render(committed), (
+        "docs/results/paper-claims.md is stale: run python docs/scripts/paper_claims.py"
+    )
+
+
 def test_charts_are_drawn_from_the_results(tmp_path):
     assert _script("make_charts").main(["--output", str(tmp_path)]) == 0
     drawn = sorted(p.name for p in tmp_path.glob("*.png"))

@@ -15,7 +15,9 @@ import tensorflow as tf
 from albert_tf import cli
 from albert_tf.checkpoint import checkpoint_children, load_checkpoint_dir
 from albert_tf.distill import losses
+from albert_tf.distill.masking import mask_tokens
 from albert_tf.distill.teachers import SentenceTeacher, TaskTeacher
+from albert_tf.run_record import hardware
 from tests.conftest import FIXTURES
 from tests.helpers import finetune_files, write_config
 
@@ -212,8 +214,54 @@ def test_stopped_run_resumes_where_it_stopped(world, monkeypatch, teacher_texts)
     a, b = load_checkpoint_dir(world / "straight"), load_checkpoint_dir(world / "resumed")
     for x, y in zip(a.encoder.variables, b.encoder.variables, strict=True):
         np.testing.assert_allclose(x.numpy(), y.numpy(), atol=1e-6)
+    # Its record says what ran: two processes, the first stopped by SIGTERM, 6 steps in all.
+    ran = json.loads((world / "resumed" / "distill.json").read_text())["ran"]
+    stop = ran["segments"][0]["to_step"]
+    assert [(s["from_step"], s["to_step"], s["ended"]) for s in ran["segments"]] == [
+        (0, stop, "SIGTERM"),
+        (stop, 6, "finished"),
+    ]
+    assert ran["steps"] == ran["steps_taken"] == 6 and ran["settings_changes"] == []
+    assert ran["dtype"] == [{"from_step": 0, "to_step": 6, "dtype": "float32"}]
+    assert ran["hardware"] == [hardware()]
     # Another seed cannot resume this run.
     assert cli.main(distill_args(world, "resumed", *args[:4], "--seed", "9")) == 2
+
+
+def test_a_resumed_run_records_the_settings_it_changed(world, monkeypatch):
+    """Stage 1 of albert_en_mini's distillation in small: stopped, its distill_run.json edited
+    by hand to fewer steps, resumed with those steps and another dtype. The record keeps both
+    changes at the step they happened, and the dtype of each step range."""
+    from albert_tf.distill import trainer
+
+    args = ["--train-steps", "6", "--save-every", "100"]
+    original = trainer._batch
+
+    def stop_at_two(step, *rest):
+        if step == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(step, *rest)
+
+    monkeypatch.setattr(trainer, "_batch", stop_at_two)
+    assert cli.main(distill_args(world, "edited", *args)) == 75
+    monkeypatch.setattr(trainer, "_batch", original)
+    run_file = world / "edited" / "run" / "distill_run.json"
+    saved = json.loads(run_file.read_text())
+    run_file.write_text(json.dumps({**saved, "train_steps": 5}))
+    resumed = ["--train-steps", "5", "--save-every", "100", "--dtype", "bfloat16"]
+    assert cli.main(distill_args(world, "edited", *resumed)) == 0
+    record = json.loads((world / "edited" / "distill.json").read_text())
+    stop = record["ran"]["segments"][0]["to_step"]
+    assert record["ran"]["settings_changes"] == [
+        {"step": stop, "key": "dtype", "old": "float32", "new": "bfloat16"},
+        {"step": stop, "key": "train_steps", "old": 6, "new": 5},
+    ]
+    assert record["ran"]["dtype"] == [
+        {"from_step": 0, "to_step": stop, "dtype": "float32"},
+        {"from_step": stop, "to_step": 5, "dtype": "bfloat16"},
+    ]
+    assert record["ran"]["steps"] == record["ran"]["steps_taken"] == 5
+    assert record["settings"]["train_steps"] == 5  # the last segment's settings
 
 
 @pytest.fixture(scope="module")
@@ -280,7 +328,7 @@ def test_soft_targets_at_temperature():
 
 def test_masking_keeps_cls_sep_and_padding():
     ids = np.array([[2, 10, 11, 12, 13, 14, 15, 3, 0, 0]], np.int32)
-    masked, positions, labels, weights = losses.mask_tokens(
+    masked, positions, labels, weights = mask_tokens(
         ids, np.array([8]), np.random.default_rng(0), mask_id=4, vocab_size=30, probability=0.5
     )
     assert weights.sum() == 3 and set(positions[0]) <= set(range(1, 7))

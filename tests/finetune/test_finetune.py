@@ -14,6 +14,7 @@ from albert_tf import cli
 from albert_tf.checkpoint import checkpoint_children
 from albert_tf.finetune.inference import batched_outputs, trimmed
 from albert_tf.finetune.predict import load_finetuned, predict_file
+from albert_tf.run_record import hardware
 from tests.helpers import finetune_files, write_config, write_pairs
 
 FAST = dict(epochs=2, batch_size=8, learning_rate=1e-3, dtype="float32", seed=1)
@@ -37,6 +38,9 @@ def test_output_dir_holds_checkpoint_head_and_metadata(classify_run):
     assert meta["labels"] == ["no", "yes"]
     assert meta["max_seq_length"] == 20
     assert [h["epoch"] for h in meta["history"]] == [1, 2]
+    # What ran: the dtype, the steps taken (2 epochs of 48 / 8) and the machine.
+    assert meta["dtype"] == "float32" and meta["steps"] == 12
+    assert meta["hardware"] == hardware() and meta["hardware"]["cpu"]
     best = max(h["eval"]["accuracy"] for h in meta["history"])
     assert meta["best_value"] == best
     prefix = tf.train.latest_checkpoint(str(model_dir))

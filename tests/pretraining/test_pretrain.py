@@ -13,6 +13,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import OutputError
 from albert_tf.pretraining.settings import PretrainSettings
 from albert_tf.pretraining.trainer import pretrain
+from albert_tf.run_record import hardware
 from tests import helpers
 
 # Vocabulary 1000 so the tokenizer fixture's spm.model fits.
@@ -86,6 +87,13 @@ def test_run_directory_is_a_checkpoint_dir_with_logs(first_run, fixtures_dir):
     assert result.train_history[-1]["learning_rate"] == pytest.approx(0.00176 / 4)
     assert [e["step"] for e in result.eval_history] == [0, 4]
     assert all(0.0 <= e["sop_accuracy"] <= 1.0 for e in result.eval_history)
+    # What ran: one process, 4 steps in float32, on this machine, no setting changed.
+    ran = json.loads((output / "run_log.json").read_text())
+    assert result.ran["steps"] == result.ran["steps_taken"] == 4
+    assert result.ran["dtype"] == [{"from_step": 0, "to_step": 4, "dtype": "float32"}]
+    assert result.ran["hardware"] == [hardware()] and hardware()["cpu"]
+    assert result.ran["settings_changes"] == [] and ran["settings_changes"] == []
+    assert [s["ended"] for s in ran["segments"]] == ["finished"]
 
 
 def test_checkpoint_loads_with_the_core_reader(first_run):
@@ -110,8 +118,19 @@ def test_same_run_resumes_and_another_run_is_refused(corpus, tmp_path):
     record = json.loads((output / "pretrain_run.json").read_text())
     record["eval_data"], record["init_checkpoint"] = record.pop("eval"), record.pop("init")
     (output / "pretrain_run.json").write_text(json.dumps(record))
-    resumed = _run(corpus, output, train_steps=3, eval=None)
+    resumed = _run(corpus, output, train_steps=3, eval=None, dtype="bfloat16")
     assert resumed.step == 3 and [h["step"] for h in resumed.train_history] == [3]
+    # The run's record says what changed at the resume, and which steps ran in which dtype
+    # (the hand-edited pretrain_run.json renamed keys; the run log compares what ran).
+    assert resumed.ran["settings_changes"] == [
+        {"step": 2, "key": "dtype", "old": "float32", "new": "bfloat16"},
+        {"step": 2, "key": "train_steps", "old": 2, "new": 3},
+    ]
+    assert resumed.ran["dtype"] == [
+        {"from_step": 0, "to_step": 2, "dtype": "float32"},
+        {"from_step": 2, "to_step": 3, "dtype": "bfloat16"},
+    ]
+    assert resumed.ran["steps"] == resumed.ran["steps_taken"] == 3
     with pytest.raises(OutputError, match="holds another run"):
         pretrain(
             PretrainSettings(
@@ -157,6 +176,8 @@ def test_float16_with_loss_scaling_and_a_time_limit(corpus, tmp_path):
     result = _run(corpus, output, dtype="float16", train_steps=50, minutes=1e-6, steps_per_loop=1)
     assert result.dtype == "float16"
     assert result.stopped_early and result.step == 1  # out of time after the first step
+    assert [s["ended"] for s in result.ran["segments"]] == ["time"]
+    assert result.ran["dtype"] == [{"from_step": 0, "to_step": 1, "dtype": "float16"}]
     assert np.isfinite(result.train_history[-1]["loss"])
     assert tf.train.latest_checkpoint(str(output)).endswith("ckpt-1")
     assert [e["step"] for e in result.eval_history] == [0, 1]

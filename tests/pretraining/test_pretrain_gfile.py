@@ -101,6 +101,10 @@ def test_pretrain_writes_and_resumes_a_ram_run(ram, fixtures_dir):
     resumed = _run(ram, output, train_steps=3, save_every=100)
     assert resumed.step == 3 and [h["step"] for h in resumed.train_history] == [3]
     assert tf.train.latest_checkpoint(output) == join(output, "ckpt-3")
+    # The run log lives beside the checkpoints at the URL too, and saw the resume's new steps.
+    ran = json.loads(gfile.GFile(join(output, "run_log.json")).read())
+    assert [(s["from_step"], s["to_step"]) for s in ran["segments"]] == [(0, 2), (2, 3)]
+    assert {"step": 2, "key": "train_steps", "old": 2, "new": 3} in ran["settings_changes"]
     reader = tf.compat.v1.train.NewCheckpointReader(join(output, "ckpt-3"))
     assert reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 3
     assert gfile.exists(join(output, "albert_config.json"))

@@ -72,6 +72,9 @@ def test_a_signal_saves_the_step_reached_and_returns_preempted(
     assert tf.train.latest_checkpoint(str(output)).endswith("ckpt-3")
     assert [h["step"] for h in result.train_history] == [1, 2, 3]
     assert signal.getsignal(signum) == before  # the handlers are put back
+    # The run log says why this process stopped and where.
+    (segment,) = result.ran["segments"]
+    assert (segment["to_step"], segment["steps_taken"], segment["ended"]) == (3, 3, signum.name)
 
 
 @pytest.mark.slow

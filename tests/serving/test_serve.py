@@ -26,8 +26,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests import helpers
-
 pytestmark = pytest.mark.slow
 
 TEXTS = ["the plot was great", "awful", "the film was awful and the cast was great " * 3]
@@ -65,22 +63,33 @@ def _infer_body(texts: list, shape: list | None = None, **tensor) -> bytes:
 
 
 class Server:
-    """`albert-tf serve` in a process of its own on a free loopback port, ready once built.
+    """`albert-tf serve` of `directory` (and `more`) in a process of its own on a free loopback
+    port, ready once built.
 
     `internal_ports`: give Triton's ports too (free ones, `flags` may name them); False leaves
-    them to `serve`. `wait`: False returns at once, ready or not.
+    them to `serve`. `wait`: False returns at once, ready or not. `names`: one `--model-name`
+    per directory.
     """
 
-    def __init__(self, directory: Path, internal_ports: bool = True, wait: bool = True, **flags):
+    def __init__(
+        self,
+        directory: Path,
+        *more: Path,
+        internal_ports: bool = True,
+        wait: bool = True,
+        names: tuple = (),
+        **flags,
+    ):
         self.port, grpc, metrics, triton = _free_ports(4)
         ports = dict(grpc_port=grpc, metrics_port=metrics, triton_port=triton)
         options = {**(ports if internal_ports else {}), **LIMITS, "shutdown_grace": 0.5,
                    "poll_seconds": 0.5, **flags}  # fmt: skip
         self.triton_port = options.get("triton_port")
         args = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
+        args += [f"--model-name={name}" for name in names]
         self.log = directory.parent / f"serve-{self.port}.log"
         command = [
-            sys.executable, "-m", "albert_tf.cli", "serve", str(directory),
+            sys.executable, "-m", "albert_tf.cli", "serve", str(directory), *map(str, more),
             f"--port={self.port}", *args,
         ]  # fmt: skip
         with open(self.log, "wb") as out:
@@ -99,8 +108,8 @@ class Server:
         except OSError:
             return 0, {}
 
-    def infer(self, body: bytes) -> tuple[int, dict]:
-        return _request(self.infer_url, body)
+    def infer(self, body: bytes, model: str = "classifier") -> tuple[int, dict]:
+        return _request(f"{self.url}/v2/models/{model}/infer", body)
 
     def model_runs(self) -> int:
         """How many requests Triton's model has run (its statistics)."""
@@ -112,31 +121,6 @@ class Server:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         return self.process.wait(60)
-
-
-@pytest.fixture(scope="module")
-def serve_env():
-    from albert_tf.cli import main
-    from albert_tf.runtimes.triton.serve_env import default_env_dir
-
-    assert main(["serve", "--create-env"]) == 0
-    return default_env_dir()
-
-
-@pytest.fixture(scope="module")
-def finetuned(tmp_path_factory, serve_env):
-    """A tiny classifier fine-tuned, exported with --triton, and its directory."""
-    from albert_tf.cli import main
-
-    root = tmp_path_factory.mktemp("serve")
-    rows = [(f"the film {w} was {m}", label) for w, m, label in
-            [("plot", "great", "pos"), ("cast", "awful", "neg")] * 12]  # fmt: skip
-    (root / "train.tsv").write_text(
-        "sentence\tlabel\n" + "".join(f"{a}\t{b}\n" for a, b in rows), encoding="utf-8"
-    )
-    helpers.finetune_files(root, "classify", eval_file=None, max_seq_length=16, epochs=1)
-    assert main(["export", "--finetuned", str(root / "model"), "--triton"]) == 0
-    return root / "model"
 
 
 @pytest.fixture(scope="module")

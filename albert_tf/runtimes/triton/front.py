@@ -1,7 +1,8 @@
 """The KServe v2 HTTP front of `albert-tf serve` (see `albert_tf.runtimes.triton.server`).
 
-`parse_request` checks a request body against the limits, `Front` answers the routes with
-aiohttp and forwards each accepted request to Triton on loopback in Triton's [n, 1] shapes.
+`parse_request` checks a request body against the limits, `Front` answers the routes of each
+served model (`ServedModel`) with aiohttp and forwards each accepted request to Triton on
+loopback in Triton's [n, 1] shapes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
 
-from albert_tf.runtimes.triton.layout import MODEL_NAME, ServingConfig
+from albert_tf.runtimes.triton.layout import MODEL_NAME, ServingConfig, served_outputs
 from albert_tf.runtimes.triton.model import TextError, check_text
 
 
@@ -23,22 +24,21 @@ class ServeOptions:
 
     Attributes:
         host, port: where the KServe v2 HTTP front listens.
-        model_name: the model's name in the URLs.
         grpc_port, metrics_port: Triton's own gRPC and metrics ports, on `host`; None: a port
             free at start (`albert_tf.runtimes.triton.server.with_free_ports`).
         triton_port: Triton's HTTP port, on 127.0.0.1 (the front's upstream); None: a port
             free at start.
-        max_body_bytes, max_texts, max_text_bytes, max_pending: the front's limits.
+        max_body_bytes, max_texts, max_text_bytes, max_pending: the front's limits, each
+            model's own (`max_pending` requests in flight per model).
         shutdown_grace: seconds between SIGTERM and refusing new requests (not-ready meanwhile).
         drain_timeout: seconds the requests in flight may take to finish after that.
         request_timeout: seconds one request may wait for Triton (504 after).
         poll_seconds: how often the source repository is checked for a new model.
-        config: the served model's batching, queue, instances and threads.
+        config: each served model's batching, queue, instances and threads.
     """
 
     host: str = "127.0.0.1"
     port: int = 8000
-    model_name: str = MODEL_NAME
     grpc_port: int | None = None
     metrics_port: int | None = None
     triton_port: int | None = None
@@ -137,47 +137,73 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
         return _error(500, f"internal error: {type(error).__name__}")
 
 
+@dataclasses.dataclass
+class ServedModel:
+    """One model the front serves: its `name` in the URLs (and Triton's), `meta` (the report of
+    the version serving, with its "version"; set by the server) and its requests in flight."""
+
+    name: str
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    pending: int = 0
+
+    def outputs(self) -> list[tuple[str, str, int]]:
+        """Its outputs (`layout.served_outputs` of its report's task; a report without one is
+        a classifier's)."""
+        return served_outputs(self.meta.get("task", "classify"), len(self.meta.get("labels", [])))
+
+
 class Front:
-    """The routes, over Triton at `upstream`; `upstream`, `engine`, `ready`, `draining`,
-    `closed` and `meta` (the served model's report and version) are set by the server.
+    """The routes of the models `names` (by default one, `classifier`), over Triton at
+    `upstream`; `upstream`, `engine`,
+    `ready`, `draining`, `closed` and each model's `meta` are set by the server.
 
     `engine` is the tritonserver process the server started (a `subprocess.Popen`): the front
     is ready, and forwards, only while that process runs, so a port that outlived its Triton
-    is never reached.
+    is never reached. A name that is not served gets 404.
     """
 
-    def __init__(self, options: ServeOptions, upstream: str = ""):
+    def __init__(self, options: ServeOptions, names: list[str] | None = None, upstream: str = ""):
         self.options = options
+        self.models = {name: ServedModel(name) for name in names or [MODEL_NAME]}
         self.upstream = upstream
         self.engine: Any = None
         self.ready = False
         self.draining = False  # not ready: SIGTERM came
         self.closed = False  # refusing requests: the grace after SIGTERM is over
-        self.pending = 0
-        self.meta: dict[str, Any] = {}
         self.session: ClientSession | None = None
+
+    @property
+    def pending(self) -> int:
+        """The requests in flight, of every model."""
+        return sum(model.pending for model in self.models.values())
 
     def app(self) -> web.Application:
         app = web.Application(
             client_max_size=self.options.max_body_bytes, middlewares=[_json_errors]
         )
-        name = self.options.model_name
         app.add_routes(
             [
                 web.get("/v2/health/live", self.live),
                 web.get("/v2/health/ready", self.health_ready),
-                web.get(f"/v2/models/{name}", self.metadata),
-                web.get(f"/v2/models/{name}/ready", self.health_ready),
-                web.post(f"/v2/models/{name}/infer", self.infer),
+                web.get("/v2/models/{name}", self.metadata),
+                web.get("/v2/models/{name}/ready", self.model_ready),
+                web.post("/v2/models/{name}/infer", self.infer),
             ]
         )
         app.on_startup.append(self._open)
         app.on_cleanup.append(self._close)
         return app
 
+    def _model(self, request: web.Request) -> ServedModel:
+        """The served model the request's path names; 404 (`_json_errors`) if none."""
+        model = self.models.get(request.match_info["name"])
+        if model is None:
+            raise web.HTTPNotFound()
+        return model
+
     async def _open(self, app: web.Application) -> None:
         self.session = ClientSession(
-            connector=TCPConnector(limit=self.options.max_pending),
+            connector=TCPConnector(limit=self.options.max_pending * len(self.models)),
             timeout=ClientTimeout(total=self.options.request_timeout),
         )
 
@@ -196,29 +222,39 @@ class Front:
         ready = self.ready and not self.draining and self.engine_running()
         return web.json_response({"ready": ready}, status=200 if ready else 503)
 
+    async def model_ready(self, request: web.Request) -> web.Response:
+        self._model(request)
+        return await self.health_ready(request)
+
     async def metadata(self, request: web.Request) -> web.Response:
-        k = len(self.meta.get("labels", []))
-        tensors = [{"name": n, "datatype": "BYTES", "shape": [-1]} for n in self.meta["inputs"]]
-        return web.json_response(
-            {
-                "name": self.options.model_name,
-                "platform": "albert-tf",
-                "inputs": tensors,
-                "outputs": [
-                    {"name": "label", "datatype": "BYTES", "shape": [-1]},
-                    {"name": "probabilities", "datatype": "FP32", "shape": [-1, k]},
-                ],
-                "labels": self.meta.get("labels", []),
-            }
-        )
+        """KServe v2's model metadata, with the task and a classifier's `labels`."""
+        model = self._model(request)
+        meta = model.meta
+        tensors = [{"name": n, "datatype": "BYTES", "shape": [-1]} for n in meta["inputs"]]
+        outputs = [
+            {"name": name, "datatype": kind, "shape": [-1] if width == 1 else [-1, width]}
+            for name, kind, width in model.outputs()
+        ]
+        answer = {
+            "name": model.name,
+            "versions": [str(meta.get("version", 1))],
+            "platform": "albert-tf",
+            "inputs": tensors,
+            "outputs": outputs,
+            "task": meta.get("task", "classify"),
+        }
+        if "labels" in meta:
+            answer["labels"] = meta["labels"]
+        return web.json_response(answer)
 
     async def infer(self, request: web.Request) -> web.Response:
         """Sheds, checks, forwards; the pending count is released whatever happens."""
+        model = self._model(request)
         if self.closed or not self.ready or not self.engine_running():
             return _error(503, "the server is not ready", **{"Retry-After": "1"})
-        if self.pending >= self.options.max_pending:
+        if model.pending >= self.options.max_pending:
             return _error(503, "too many requests in flight", **{"Retry-After": "1"})
-        self.pending += 1
+        model.pending += 1
         try:
             too_large = RequestError(413, f"body over {self.options.max_body_bytes} bytes")
             length = request.content_length
@@ -230,17 +266,21 @@ class Front:
                 raise too_large from None
             except ConnectionResetError:  # the client left mid-body: answered to no one
                 raise RequestError(400, "the connection closed before the body ended") from None
-            texts, shape, request_id = parse_request(body, self.meta["inputs"], self.options)
-            return await self._forward(texts, shape, request_id)
+            texts, shape, request_id = parse_request(body, model.meta["inputs"], self.options)
+            return await self._forward(model, texts, shape, request_id)
         except RequestError as error:
             return _error(error.status, str(error))
         finally:
-            self.pending -= 1
+            model.pending -= 1
 
-    async def _forward(self, texts: dict[str, list], shape: list, request_id: Any) -> web.Response:
-        """Triton's answer to `texts`, in the request's shapes (an empty batch: no call)."""
+    async def _forward(
+        self, model: ServedModel, texts: dict[str, list], shape: list, request_id: Any
+    ) -> web.Response:
+        """Triton's answer to `texts` for `model`, in the request's shapes (an empty batch: no
+        call): one value per text shaped as the texts, k of them [n, k]."""
         n = len(next(iter(texts.values())))
-        labels, rows, version = [], [], self.meta.get("version")
+        data = {name: [] for name, _, _ in model.outputs()}
+        version = model.meta.get("version")
         if n:
             body = {
                 "inputs": [
@@ -248,7 +288,7 @@ class Front:
                     for name, values in texts.items()
                 ]
             }
-            url = f"{self.upstream}/v2/models/{self.options.model_name}/infer"
+            url = f"{self.upstream}/v2/models/{model.name}/infer"
             try:
                 async with self.session.post(url, json=body) as response:
                     answer = await response.json(content_type=None)
@@ -260,19 +300,15 @@ class Front:
                 )
             if status != 200:
                 return _error(status if status in (400, 503) else 500, answer.get("error", ""))
-            outputs = {o["name"]: o for o in answer["outputs"]}
-            labels, probabilities = outputs["label"]["data"], outputs["probabilities"]["data"]
-            k = outputs["probabilities"]["shape"][1]
-            rows = [probabilities[i * k : (i + 1) * k] for i in range(n)]
+            data = {o["name"]: o["data"] for o in answer["outputs"]}
             version = answer.get("model_version", version)
-        k = len(self.meta.get("labels", []))
         result = {
-            "model_name": self.options.model_name,
+            "model_name": model.name,
             "model_version": str(version),
             "outputs": [
-                {"name": "label", "datatype": "BYTES", "shape": shape, "data": labels},
-                {"name": "probabilities", "datatype": "FP32", "shape": [n, k],
-                 "data": [p for row in rows for p in row]},
+                {"name": name, "datatype": kind, "shape": shape if width == 1 else [n, width],
+                 "data": data[name]}
+                for name, kind, width in model.outputs()
             ],
         }  # fmt: skip
         if request_id is not None:

@@ -1,20 +1,24 @@
-"""albert-tf's text classifier as a Triton Python-backend model: ONNX Runtime in process.
+"""albert-tf's fine-tuned text models as a Triton Python-backend model: ONNX Runtime in process.
 
 This file is copied as `model.py` into each version directory of the model repository that
 `albert-tf export --finetuned DIR --triton` writes (`albert_tf.export.triton.repository`), beside
-`model.onnx` (the int8 classifier with its tokenizer inside, `albert_tf.export.onnx.classifier`).
-It imports nothing of albert-tf: a stock Triton server runs it with numpy, onnxruntime and
-onnxruntime-extensions installed.
+`model.onnx` (the int8 raw-string model with its tokenizer inside: a classifier or regression,
+`albert_tf.export.onnx.classifier`, or SQuAD, `albert_tf.export.onnx.squad`). It imports nothing
+of albert-tf: a stock Triton server runs it with numpy, onnxruntime and onnxruntime-extensions
+installed.
 
-Triton hands `execute` the requests its dynamic batcher gathered. Their texts (`text`, and
-`text_pair` for a pair task: BYTES [n, 1] each) are checked one request at a time, run through
-one ONNX Runtime call, and split again: `label` BYTES [n, 1] and `probabilities` FP32 [n, k].
-A request whose text is not UTF-8 or holds a lone surrogate gets its own error (as `predict`
-refuses such a file); the other requests of the batch are answered. ONNX Runtime's strings end
+Triton hands `execute` the requests its dynamic batcher gathered. Their texts (BYTES [n, 1]
+each: `text`, and `text_pair` for a pair task; `question` and `context` for SQuAD) are checked
+one request at a time, run through one ONNX Runtime call, and split again into the task's
+outputs (`albert_tf.runtimes.triton.layout.served_outputs`), [n, k] or [n, 1] each: a
+classifier's `label` and `probabilities`, a regression's `value`, SQuAD's `answer`, `char_start`,
+`char_end` and `null_score_diff` (`Reader`). A request whose text is not UTF-8 or holds a lone
+surrogate gets its own error (as `predict` refuses such a file); the other requests of the batch
+are answered. ONNX Runtime's strings end
 at a NUL, so a NUL is given to it as `nul_substitute`, a character the export found to give the
 same ids as a NUL for this model's tokenizer (both are one unknown piece); a model without one
-refuses NULs. The session's thread counts come from the model
-configuration's `parameters` (`intra_op_threads`, `inter_op_threads`), never from ORT's
+refuses NULs. The task and the session's thread counts come from the model
+configuration's `parameters` (`task`, `intra_op_threads`, `inter_op_threads`), never from ORT's
 default of one thread per core, which oversubscribes the cores when instances run side by side.
 """
 
@@ -22,13 +26,13 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 MODEL_FILE = "model.onnx"
-OUTPUTS = ("label", "probabilities")
 
 
 class TextError(ValueError):
@@ -59,7 +63,8 @@ def check_text(value: bytes | str, index: int, nul_substitute: str = "") -> str:
 
 
 class Classifier:
-    """The raw-string classifier file at `path` in an ONNX Runtime session on the CPU.
+    """The raw-string classifier file at `path` in an ONNX Runtime session on the CPU; the base
+    of the other tasks' models (`Regressor`, `Reader`), which differ in their outputs.
 
     `intra_op_threads`, `inter_op_threads`: the session's threads (0: ORT's default, one per
     core). `nul_substitute`: what a NUL is given to ONNX Runtime as ("" refuses NULs).
@@ -97,32 +102,102 @@ class Classifier:
             raise TextError(f"inputs {', '.join(self.inputs)} differ in length")
         return texts
 
+    def run(self, texts: dict[str, list[str]], outputs: list[str]) -> list[np.ndarray]:
+        """The model's `outputs` for `texts` (`Classifier.texts`)."""
+        feed = {name: np.array(texts[name], dtype=object) for name in self.inputs}
+        return self.session.run(outputs, feed)
+
     def __call__(self, texts: dict[str, list[str]]) -> dict[str, np.ndarray]:
         """`texts` (`Classifier.texts`), n >= 1 of each input -> `label` object [n] (str) and
         `probabilities` float32 [n, k]."""
-        feed = {name: np.array(texts[name], dtype=object) for name in self.inputs}
-        label, probabilities = self.session.run(list(OUTPUTS), feed)
+        label, probabilities = self.run(texts, ["label", "probabilities"])
         return {"label": label, "probabilities": probabilities.astype(np.float32)}
 
 
+class Regressor(Classifier):
+    """A raw-string regression model: `value` float32 [n] of each text (or pair)."""
+
+    def __call__(self, texts: dict[str, list[str]]) -> dict[str, np.ndarray]:
+        (value,) = self.run(texts, ["value"])
+        return {"value": value.astype(np.float32)}
+
+
+def _normalized_length(c: str) -> int:
+    """How many characters other than whitespace `c` is once normalized as ALBERT's tokenizer
+    normalizes it (NFKD without combining marks, lowercased)."""
+    kept = "".join(d for d in unicodedata.normalize("NFKD", c) if not unicodedata.combining(d))
+    return sum(not d.isspace() for d in kept.lower())
+
+
+def answer_span(context: str, before: str, answer: str) -> tuple[int, int]:
+    """The characters [start, end) of `context` that the model's `answer` (its pieces joined,
+    stripped) spans, `before` being the context's pieces ahead of it: both are counted in
+    characters other than whitespace, which the tokenizer's normalization keeps one for one
+    (an unknown piece, " ⁇ ", counts one). (-1, -1) for no answer or one the context does not
+    reach."""
+    first = sum(not c.isspace() for c in before)
+    last = first + sum(not c.isspace() for c in answer)
+    if not answer or last == first:
+        return -1, -1
+    start, seen = -1, 0
+    for index, c in enumerate(context):
+        if start < 0 and seen >= first and not c.isspace():
+            start = index
+        seen += _normalized_length(c)
+        if start >= 0 and seen >= last:
+            return start, index + 1
+    return -1, -1
+
+
+class Reader(Classifier):
+    """A raw-string SQuAD model (`albert_tf.export.onnx.squad`): `question` and `context` ->
+    `answer` object [n] (the context's characters it spans, as `predict` gives it; "" for no
+    answer), `char_start`, `char_end` int32 [n] (-1 for no answer) and `null_score_diff`
+    float32 [n]. One window per question: a context past the sequence is cut (`predict`
+    strides over it)."""
+
+    def __call__(self, texts: dict[str, list[str]]) -> dict[str, np.ndarray]:
+        answer, before, null = self.run(texts, ["answer", "context_before", "null_score_diff"])
+        spans = [
+            answer_span(context, str(b), str(a))
+            for context, b, a in zip(texts["context"], before, answer, strict=True)
+        ]
+        starts = np.array([s for s, _ in spans], dtype=np.int32)
+        ends = np.array([e for _, e in spans], dtype=np.int32)
+        found = [
+            c[s:e] if s >= 0 else "" for c, (s, e) in zip(texts["context"], spans, strict=True)
+        ]
+        return {
+            "answer": np.array(found, dtype=object),
+            "char_start": starts,
+            "char_end": ends,
+            "null_score_diff": null.astype(np.float32),
+        }
+
+
+RUNNERS = {"classify": Classifier, "regress": Regressor, "squad": Reader}
+
+
 def parameters(config: dict[str, Any]) -> dict[str, Any]:
-    """The `Classifier` settings of a model configuration's `parameters` (Triton's JSON form,
-    string values): `intra_op_threads`, `inter_op_threads`, `nul_substitute` (a code point in
-    hex, "" for none)."""
+    """The model's settings of a model configuration's `parameters` (Triton's JSON form, string
+    values): `task` (a key of `RUNNERS`, "classify" when not given), `intra_op_threads`,
+    `inter_op_threads`, `nul_substitute` (a code point in hex, "" for none)."""
     given = {k: v.get("string_value", "") for k, v in config.get("parameters", {}).items()}
     code = given.get("nul_substitute", "")
     return dict(
+        task=given.get("task") or "classify",
         intra_op_threads=int(given.get("intra_op_threads") or 1),
         inter_op_threads=int(given.get("inter_op_threads") or 1),
         nul_substitute=chr(int(code, 16)) if code else "",
     )
 
 
-def _encoded(labels: np.ndarray) -> np.ndarray:
-    """Labels as UTF-8 bytes, object [n, 1] (ONNX Runtime gives str)."""
-    return np.array(
-        [s.encode("utf-8") if isinstance(s, str) else s for s in labels], dtype=object
-    ).reshape(-1, 1)
+def _tensor(values: np.ndarray) -> np.ndarray:
+    """An output as Triton takes it: strings as UTF-8 bytes (ONNX Runtime gives str), one value
+    per text as [n, 1]."""
+    if values.dtype == object:
+        values = np.array([v.encode("utf-8") if isinstance(v, str) else v for v in values], object)
+    return values.reshape(len(values), -1)
 
 
 class TritonPythonModel:
@@ -131,7 +206,9 @@ class TritonPythonModel:
     def initialize(self, args: dict[str, str]) -> None:
         config = json.loads(args["model_config"])
         version_dir = Path(args["model_repository"]) / args["model_version"]
-        self.classifier = Classifier(version_dir / MODEL_FILE, **parameters(config))
+        settings = parameters(config)
+        runner = RUNNERS[settings.pop("task")]
+        self.classifier = runner(version_dir / MODEL_FILE, **settings)
 
     def execute(self, requests: list[Any]) -> list[Any]:
         """One response per request, in order; one ONNX Runtime call for the whole batch."""
@@ -161,10 +238,7 @@ class TritonPythonModel:
                 continue
             part = slice(start, start + size)
             start += size
-            tensors = [
-                pb_utils.Tensor("label", _encoded(outputs["label"][part])),
-                pb_utils.Tensor("probabilities", outputs["probabilities"][part]),
-            ]
+            tensors = [pb_utils.Tensor(k, _tensor(v[part])) for k, v in outputs.items()]
             responses.append(pb_utils.InferenceResponse(output_tensors=tensors))
         return responses
 

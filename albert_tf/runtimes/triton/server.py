@@ -1,13 +1,16 @@
 """`albert-tf serve`: a Triton server on one machine, behind a KServe v2 HTTP front.
 
-Triton (`albert_tf.runtimes.triton.serve_env`) serves a private copy of the model repository on
-loopback; the front, on `--host`/`--port`, is what clients reach:
+Triton (`albert_tf.runtimes.triton.serve_env`) serves a private copy of one or more model
+repositories on loopback, each model under its own name with its own batcher, queue and
+instances; the front, on `--host`/`--port`, is what clients reach:
 
-- `POST /v2/models/NAME/infer` with `text` (and `text_pair`) BYTES [n] or [n, 1] returns `label`
-  BYTES and `probabilities` FP32 [n, k], shaped as the request's texts; an empty batch gets
-  empty outputs without reaching Triton;
-- `GET /v2/health/live`, `/v2/health/ready` (200 once the model is loaded, 503 while stopping),
-  `/v2/models/NAME` and `/v2/models/NAME/ready`.
+- `POST /v2/models/NAME/infer` with the model's inputs BYTES [n] or [n, 1] (`text`, and
+  `text_pair` for a pair task; `question` and `context` for SQuAD) returns its outputs
+  (`albert_tf.runtimes.triton.layout.served_outputs`: `label` and `probabilities`, `value`,
+  or `answer`, `char_start`, `char_end` and `null_score_diff`), one value per text shaped as
+  the request's texts; an empty batch gets empty outputs without reaching Triton;
+- `GET /v2/health/live`, `/v2/health/ready` (200 once every model is loaded, 503 while
+  stopping), `/v2/models/NAME` (with a classifier's labels) and `/v2/models/NAME/ready`.
 
 The front refuses, before the model runs: a body over `max_body_bytes` (413), more than
 `max_texts` texts or a text over `max_text_bytes` UTF-8 bytes (413), malformed JSON, a missing,
@@ -27,9 +30,10 @@ when that process exits, readiness falls at once and `serve` stops with one line
 On SIGTERM (or SIGINT) the front reports not-ready at once, keeps answering for
 `shutdown_grace` seconds (while load balancers take it out), refuses new requests (503), lets
 the requests in flight finish within `drain_timeout`, stops Triton and exits 0. A changed
-source repository (`export --finetuned DIR --triton` again) is staged as the next version and
-loaded while the old one serves: Triton moves to the new version when it is ready and no
-request fails.
+source repository (`export --finetuned DIR --triton` again) is staged as the next version of its
+model and loaded while the old one serves: Triton moves to the new version when it is ready and
+no request fails. A version Triton cannot load is dropped; the old one serves on, and so do the
+other models.
 """
 
 from __future__ import annotations
@@ -53,8 +57,8 @@ from typing import Any
 from aiohttp import web
 
 from albert_tf.errors import ExportError
-from albert_tf.runtimes.triton.front import Front, ServeOptions
-from albert_tf.runtimes.triton.layout import CONFIG_FILE, MODEL_NAME, VERSION, config_pbtxt
+from albert_tf.runtimes.triton.front import Front, ServedModel, ServeOptions
+from albert_tf.runtimes.triton.layout import CONFIG_FILE, VERSION, config_pbtxt, model_folder
 from albert_tf.runtimes.triton.serve_env import ServeEnv, server_environ
 
 # A `config.pbtxt` parameter of the private repository: the server's token, which the front
@@ -73,13 +77,14 @@ def _source_state(source: Path) -> tuple:
 
 
 class PrivateRepository:
-    """Triton's model repository: a copy of the source's model under `model_name`, one version
-    directory per model staged, the config written with the serve options' settings and `token`
-    (as the parameter `TOKEN_PARAMETER`)."""
+    """One model of Triton's model repository `root`: a copy of the source repository's model
+    under `name`, one version directory per model staged, the config written with the serve
+    options' settings and `token` (as the parameter `TOKEN_PARAMETER`)."""
 
-    def __init__(self, source: Path, root: Path, options: ServeOptions, token: str):
+    def __init__(self, source: Path, root: Path, name: str, options: ServeOptions, token: str):
         self.source = source
-        self.model_dir = root / options.model_name
+        self.name = name
+        self.model_dir = root / name
         self.options = options
         self.token = token
         self.version = 0
@@ -88,10 +93,10 @@ class PrivateRepository:
     def stage(self) -> int:
         """Copies the source's model as the next version; returns it. ExportError if the
         source is incomplete (it may be being replaced: the caller tries again)."""
-        model = self.source / MODEL_NAME
-        files = list((model / VERSION).iterdir()) if (model / VERSION).is_dir() else []
+        model = model_folder(self.source)
+        files = list((model / VERSION).iterdir()) if model and (model / VERSION).is_dir() else []
         report_file = self.source / "report.json"
-        if not files or not report_file.is_file() or not (model / CONFIG_FILE).is_file():
+        if not files or not report_file.is_file():
             raise ExportError(f"{self.source} is not a complete model repository")
         meta = json.loads(report_file.read_text(encoding="utf-8"))
         version = self.model_dir / str(self.version + 1)
@@ -103,11 +108,12 @@ class PrivateRepository:
             else:
                 shutil.copyfile(path, version / path.name)
         config = config_pbtxt(
-            self.options.model_name,
+            self.name,
             meta["inputs"],
-            len(meta["labels"]),
+            len(meta.get("labels", [])),
             self.options.config,
             chr(int(meta["nul_substitute"], 16)) if meta.get("nul_substitute") else "",
+            meta.get("task", "classify"),
         )
         token = (
             f'parameters {{ key: "{TOKEN_PARAMETER}" value: {{ string_value: "{self.token}" }} }}'
@@ -122,6 +128,13 @@ class PrivateRepository:
         for path in self.model_dir.iterdir():
             if path.is_dir() and path.name.isdigit() and int(path.name) < self.version:
                 shutil.rmtree(path, ignore_errors=True)
+
+    def drop(self, version: int, meta: dict[str, Any]) -> None:
+        """Forgets `version`, which Triton did not load: its directory goes, so that Triton's
+        next look at the repository finds the version serving (`meta` its report) as the
+        latest."""
+        shutil.rmtree(self.model_dir / str(version), ignore_errors=True)
+        self.meta = meta
 
 
 # === Triton ===
@@ -156,15 +169,17 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def start_triton(env: ServeEnv, repository: Path, options: ServeOptions, log: Path) -> Any:
-    """Starts tritonserver on `repository` (explicit model control, the model loaded at
-    start) in a session of its own, its output in `log`; returns the Popen."""
+def start_triton(
+    env: ServeEnv, repository: Path, names: list[str], options: ServeOptions, log: Path
+) -> Any:
+    """Starts tritonserver on `repository` (explicit model control, the models `names` loaded
+    at start) in a session of its own, its output in `log`; returns the Popen."""
     command = [
         str(env.tritonserver),
         f"--model-repository={repository}",
         f"--backend-directory={env.backends}",
         "--model-control-mode=explicit",
-        f"--load-model={options.model_name}",
+        *(f"--load-model={name}" for name in names),
         "--http-address=127.0.0.1",
         f"--http-port={options.triton_port}",
         f"--grpc-address={options.host}",
@@ -227,10 +242,10 @@ async def _get(front: Front, path: str) -> tuple[int, Any]:
         return 0, None
 
 
-async def _serves_our_model(front: Front, token: str) -> bool:
-    """Whether the upstream is our Triton, with the model ready: its configuration carries
+async def _serves_our_model(front: Front, name: str, token: str) -> bool:
+    """Whether the upstream is our Triton, with model `name` ready: its configuration carries
     `token`, which only the private repository holds."""
-    model = f"/v2/models/{front.options.model_name}"
+    model = f"/v2/models/{name}"
     if (await _get(front, f"{model}/ready"))[0] != 200:
         return False
     status, config = await _get(front, f"{model}/config")
@@ -239,36 +254,45 @@ async def _serves_our_model(front: Front, token: str) -> bool:
     return status == 200 and isinstance(given, dict) and given.get("string_value") == token
 
 
+async def _serves_our_models(front: Front, token: str) -> bool:
+    """Whether the upstream is our Triton with every model of the front ready."""
+    for name in front.models:
+        if not await _serves_our_model(front, name, token):
+            return False
+    return True
+
+
 async def _wait_loaded(front: Front, process: Any, token: str, log: Path, timeout: float) -> None:
-    """Returns once `process`, the Triton at the front's upstream, has the model ready;
+    """Returns once `process`, the Triton at the front's upstream, has every model ready;
     PortTaken or ExportError when Triton exits, ExportError when `timeout` passes."""
     deadline = time.monotonic() + timeout
-    while not await _serves_our_model(front, token):
+    while not await _serves_our_models(front, token):
         if process.poll() is not None:
             taken = any("already in use" in line for line in _log_lines(log))
             error = PortTaken if taken else ExportError
             raise error(f"tritonserver exited ({process.returncode}): {_tail(log)}")
         if time.monotonic() > deadline:
             raise ExportError(
-                f"tritonserver did not load the model in {timeout:.0f}s: {_tail(log)}"
+                f"tritonserver did not load the models in {timeout:.0f}s: {_tail(log)}"
             )
         await asyncio.sleep(0.2)
 
 
 async def _start_engine(
-    env: ServeEnv, repository: PrivateRepository, front: Front, tmp: Path, tries: int = 3
+    env: ServeEnv, root: Path, token: str, front: Front, tmp: Path, tries: int = 3
 ) -> tuple[Any, ServeOptions, Path]:
-    """Starts tritonserver on `repository` and points `front` at it; returns (the process, the
-    options with its ports, its log) once the model is ready. A port chosen here and taken
-    before Triton bound it is chosen again, up to `tries` starts; a port given is not."""
+    """Starts tritonserver on the private repository `root` and points `front` at it; returns
+    (the process, the options with its ports, its log) once every model is ready. A port chosen
+    here and taken before Triton bound it is chosen again, up to `tries` starts; a port given
+    is not."""
     given = front.options
     for attempt in range(1, tries + 1):
         options = with_free_ports(given)
         log = tmp / f"tritonserver-{attempt}.log"
-        process = start_triton(env, repository.model_dir.parent, options, log)
+        process = start_triton(env, root, list(front.models), options, log)
         front.upstream = f"http://127.0.0.1:{options.triton_port}"
         try:
-            await _wait_loaded(front, process, repository.token, log, timeout=300)
+            await _wait_loaded(front, process, token, log, timeout=300)
             return process, options, log
         except PortTaken:
             chosen = options != given
@@ -280,23 +304,27 @@ async def _start_engine(
 
 
 async def _load(front: Front, repository: PrivateRepository, log) -> bool:
-    """Stages the source's model as the next version and has Triton load it (the old version
-    serves until the new one is ready); whether it now serves."""
+    """Stages the source's model as the next version of its model and has Triton load it (the
+    old version serves until the new one is ready); whether it now serves. A version Triton
+    does not load is dropped (`PrivateRepository.drop`): the old one serves on."""
+    model: ServedModel = front.models[repository.name]
+    serving = model.meta.get("version", repository.version)
     try:
         version = repository.stage()
     except (ExportError, OSError, ValueError, KeyError) as error:
-        log(f"not loaded, kept version {repository.version - 1 or 1}: {error}")
+        log(f"{repository.name}: not loaded, kept version {serving}: {error}")
         return False
-    url = f"{front.upstream}/v2/repository/models/{front.options.model_name}/load"
+    url = f"{front.upstream}/v2/repository/models/{repository.name}/load"
     async with front.session.post(url, json={}) as response:
         ok = response.status == 200
         detail = "" if ok else (await response.text())[:300]
     if ok:
-        front.meta = {**repository.meta, "version": version}
+        model.meta = {**repository.meta, "version": version}
         repository.prune()
-        log(f"now serving version {version} of {repository.source}")
+        log(f"{repository.name}: now serving version {version} of {repository.source}")
     else:
-        log(f"Triton did not load version {version}: {detail}")
+        repository.drop(version, {k: v for k, v in model.meta.items() if k != "version"})
+        log(f"{repository.name}: Triton did not load version {version}, kept {serving}: {detail}")
     return ok
 
 
@@ -326,12 +354,17 @@ async def _drain(front: Front) -> bool:
     return front.pending == 0
 
 
-async def _serve(env: ServeEnv, source: Path, options: ServeOptions, log) -> int:
+async def _serve(env: ServeEnv, sources: dict[str, Path], options: ServeOptions, log) -> int:
     with tempfile.TemporaryDirectory(prefix="albert-tf-serve-") as tmp:
         token = secrets.token_hex(16)
-        repository = PrivateRepository(source, Path(tmp) / "repository", options, token)
-        repository.stage()
-        front = Front(options)
+        root = Path(tmp) / "repository"
+        repositories = [
+            PrivateRepository(source, root, name, options, token)
+            for name, source in sources.items()
+        ]
+        for repository in repositories:
+            repository.stage()
+        front = Front(options, list(sources))
         # The requests in flight are drained before the runner stops: what is left then is a
         # connection with no request in it, which need not hold the exit up.
         runner = web.AppRunner(front.app(), access_log=None, shutdown_timeout=1.0)
@@ -340,26 +373,35 @@ async def _serve(env: ServeEnv, source: Path, options: ServeOptions, log) -> int
         try:
             # The front's port first, so that no port chosen for Triton can be it.
             await web.TCPSite(runner, options.host, options.port, backlog=1024).start()
-            process, ports, triton_log = await _start_engine(env, repository, front, Path(tmp))
+            process, ports, triton_log = await _start_engine(env, root, token, front, Path(tmp))
             front.engine = process
-            front.meta = {**repository.meta, "version": repository.version}
+            for repository in repositories:
+                front.models[repository.name].meta = {
+                    **repository.meta,
+                    "version": repository.version,
+                }
             front.ready = True
-            log(
-                f"serving {options.model_name} from {source} at "
-                f"http://{options.host}:{options.port}/v2/models/{options.model_name}/infer "
-                f"(KServe v2; Triton gRPC {options.host}:{ports.grpc_port}, metrics "
+            engine = (
+                f" (KServe v2; Triton gRPC {options.host}:{ports.grpc_port}, metrics "
                 f"{options.host}:{ports.metrics_port}, HTTP 127.0.0.1:{ports.triton_port})"
             )
+            for i, (name, source) in enumerate(sources.items(), start=1):
+                log(
+                    f"serving {name} from {source} at "
+                    f"http://{options.host}:{options.port}/v2/models/{name}/infer"
+                    + (engine if i == len(sources) else "")
+                )
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
-            watcher = asyncio.create_task(_watch(front, repository, log))
+            watchers = [asyncio.create_task(_watch(front, r, log)) for r in repositories]
             died = asyncio.create_task(asyncio.to_thread(process.wait))
             await asyncio.wait(
                 [asyncio.create_task(stop.wait()), died], return_when="FIRST_COMPLETED"
             )
-            watcher.cancel()
+            for watcher in watchers:
+                watcher.cancel()
             if died.done():
                 raise ExportError(
                     f"tritonserver exited ({process.returncode}): {_tail(triton_log)}"
@@ -374,8 +416,9 @@ async def _serve(env: ServeEnv, source: Path, options: ServeOptions, log) -> int
     return 0 if drained else 1
 
 
-def serve(source: Path, options: ServeOptions, env: ServeEnv, log=None) -> int:
-    """Serves the model repository `source` (`layout.find_repository`) until SIGTERM or
-    SIGINT; the exit code (0: every request in flight was answered)."""
+def serve(sources: dict[str, Path], options: ServeOptions, env: ServeEnv, log=None) -> int:
+    """Serves the model repositories `sources` (name -> `layout.find_repository`'s answer), each
+    under its name, from one Triton until SIGTERM or SIGINT; the exit code (0: every request in
+    flight was answered)."""
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
-    return asyncio.run(_serve(env, source, options, log))
+    return asyncio.run(_serve(env, sources, options, log))
