@@ -132,8 +132,12 @@ def model_names(args: argparse.Namespace, repositories: list) -> list[str]:
 
 
 def options_of(args: argparse.Namespace) -> object:
-    """The `ServeOptions` of the parsed flags; ConfigError for a value out of range."""
-    from albert_tf.runtimes.triton.front import ServeOptions  # it needs aiohttp (serve extra)
+    """The `ServeOptions` of the parsed flags; ConfigError for a value out of range, and
+    InstallError without the serve extra."""
+    try:
+        from albert_tf.runtimes.triton.front import ServeOptions  # it needs aiohttp (serve extra)
+    except ImportError as error:
+        raise _missing_extra(error) from None
 
     for name in ("max_body_bytes", "max_texts", "max_text_bytes", "max_pending", "instances"):
         if getattr(args, name) < 1:
@@ -181,7 +185,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         from albert_tf.runtimes.triton.server import serve
     except ImportError as error:
-        raise InstallError(
-            f'serve needs the serve extra ({error.name} is missing): pip install -e ".[serve]"'
-        ) from None
+        raise _missing_extra(error) from None
     return serve(sources, options, env)
+
+
+def _missing_extra(error: ImportError) -> InstallError:
+    return InstallError(
+        f'serve needs the serve extra ({error.name} is missing): pip install -e ".[serve]"'
+    )
