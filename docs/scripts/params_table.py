@@ -10,11 +10,12 @@ tests/docs/test_docs.py fails when the committed page differs from `render()`.
 
 from __future__ import annotations
 
-import argparse
-import re
 import sys
 import textwrap
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # docs/scripts/regions.py
+from regions import fill_region, generator_main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent.parent  # docs/scripts/ -> the repository
 TARGET = REPO / "docs" / "guides" / "albert.md"
@@ -70,27 +71,13 @@ TABLES = {"params": params_table, "presets": presets_line}
 def render(page: str) -> str:
     """`page` with every generated part rewritten."""
     for name, part in TABLES.items():
-        pattern = re.compile(rf"(<!-- begin: {name} -->\n).*?(<!-- end: {name} -->)", re.S)
-        if not pattern.search(page):
-            raise SystemExit(f"{TARGET.relative_to(REPO)}: no <!-- begin: {name} --> region")
         text = part()
-        page = pattern.sub(lambda m, text=text: f"{m[1]}{NOTE}\n\n{text}\n\n{m[2]}", page)
+        page = fill_region(page, name, text, TARGET, NOTE)
     return page
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--check", action="store_true", help="only compare with the page")
-    args = options.parse_args(argv)
-    current = TARGET.read_text()
-    text = render(current)
-    if args.check:
-        if current != text:
-            print(f"{TARGET.relative_to(REPO)} is stale: run {sys.argv[0]}", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(text)
-    return 0
+    return generator_main(__doc__, TARGET, render, argv)
 
 
 if __name__ == "__main__":
