@@ -138,14 +138,15 @@ def beside_teacher(metric: str, student: float, teacher: float, count: int, sett
     standard error, and a one-line warning when the student trails by more than TRAILS."""
     spread = math.sqrt(max(teacher * (1 - teacher), 0.0) / max(count, 1))
     lines = [
-        f"student {metric} {student:.4f} beside its teacher's {teacher:.4f} (± {spread:.4f}) "
-        f"on {settings.eval_path}"
+        f"student {metric} {student:.4f}, teacher {teacher:.4f} (± {spread:.4f}), on "
+        f"{settings.eval_path}"
     ]
     if student < teacher - TRAILS:
         lines.append(
             f"warning: the student trails its teacher by {100 * (teacher - student):.1f} points "
             f"of {metric}: try more --train-steps (now {settings.train_steps}), more in-domain "
-            "--unlabeled text, or the teacher's own labeled data (see --no-teacher-data)"
+            "--unlabeled text, or the labeled data the teacher learned from (see "
+            "--no-teacher-data)"
         )
     return lines
 
