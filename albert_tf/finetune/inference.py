@@ -34,8 +34,8 @@ def batched_outputs(
     Each batch is cut after its longest text (`trimmed`, in length buckets) where the task
     reads the pooled output (every runtime's encoder takes any length); tasks that read every
     position keep `max_seq_length`.
-    The last batch is padded to `batch_size`, and the function's shapes are relaxed: it is traced
-    at most three times per model (a shape, a second, then any length). A
+    The last batch is padded to `batch_size`; the function is traced once per model, for any
+    batch shape. A
     float32 model's function is traced with oneDNN's fused CPU kernels where they are available
     (within 1e-7 of the serving SavedModel's logits). A bfloat16 model's is not: the fused
     kernels round float32 otherwise (1e-7), bfloat16 rounding carries that to 3e-4 in
@@ -53,12 +53,15 @@ def batched_outputs(
     else:
         call = getattr(model, "_inference_function", None)
         if call is None:
-            # Relaxed shapes: a batch of a new length would trace the function again, and a run
-            # over texts of every length (a teacher's pass in `distill`) would trace one per
-            # bucket and print TensorFlow's warning on retracing. Relaxed, it is traced for any
-            # length by its third shape.
+            # Traced once, for batches of any size and length: traced per shape, a pass over
+            # texts of every length (a teacher's in `distill`) traced it once per length bucket,
+            # and TensorFlow warned of retracing.
+            spec = {
+                name: tf.TensorSpec([None] * value.ndim, tf.as_dtype(value.dtype))
+                for name, value in inputs.items()
+            }
             call = model._inference_function = tf.function(
-                lambda x: model(x, training=False), reduce_retracing=True
+                lambda x: model(x, training=False), input_signature=[spec]
             )
     trim = model.task.reads == "pooled_output"
     pieces: dict[str, list[np.ndarray]] = {}
