@@ -69,15 +69,15 @@ ARM_LABELS = {
     "bow": "bag of words (TF-IDF + logistic regression)",
     "distilled": f"{MODEL} distilled from all-MiniLM-L6-v2",
     "distilled_pt": f"{MODEL} distilled, then 1,000 steps of MLM + SOP",
-    "teacher": "all-MiniLM-L6-v2 embeddings + logistic regression (ceiling)",
+    "teacher": "all-MiniLM-L6-v2 embeddings + logistic regression (reference)",
 }
 # Issue 51's arms. `distilled`: fine-tuned from the distilled checkpoint (--distilled, by default
 # the run experiments/albert_en_mini_distill.py leaves), same shape and vocabulary, same protocol.
 # `distilled_pt`: the same from --distilled-pt, the distilled student after the original objective
 # again (albert_en_mini_distill.py's stage 3), whose sentence-order head works again.
 # `teacher`: the teacher's frozen sentence embeddings (mean-pooled, normalized; albert_tf.distill's
-# teacher) under a logistic regression, C picked on dev as the bag of words' is: the ceiling a
-# distilled student of the teacher approaches.
+# teacher) under a logistic regression, C picked on dev as the bag of words' is: the reference a
+# distilled student of the teacher is measured against.
 DISTILLED = ROOT / "data" / "distill" / "run2"
 # Stage 3's finished model as committed (the same weights as data/distill/run3's last checkpoint,
 # without the optimizer state), so every machine measures the same files: no longer in the tree,
@@ -259,7 +259,7 @@ def teacher_embeddings(paths: dict[str, Path], teacher: Path, work: Path) -> dic
 
 
 def teacher_probe(task: dict[str, Path], embeddings: dict, c: float, seed: int) -> dict:
-    """The ceiling arm's run: a logistic regression (C = `c`) on the teacher's embeddings of
+    """The reference arm's run: a logistic regression (C = `c`) on the teacher's embeddings of
     `task["train"]`, scored on dev and test."""
     import time
 
@@ -519,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the distilled_pt arm's checkpoint directory",
     )
     parser.add_argument(
-        "--teacher", type=Path, default=TEACHER, help="the ceiling arm's sentence-encoder teacher"
+        "--teacher", type=Path, default=TEACHER, help="the reference arm's sentence-encoder teacher"
     )
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)

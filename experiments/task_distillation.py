@@ -130,6 +130,8 @@ def distilled(work: Path, name: str, teacher_dir: Path, paths: dict[str, Path]) 
             "--init", "random", "--config", str(student_config(work, name, teacher_dir)),
             "--eval", str(paths["dev"]), "--epochs", str(EPOCHS),
             "--max-seq-length", str(MAX_SEQ_LENGTH), "--seed", "1", "--dtype", "float32",
+            # the defaults of the run recorded (distill's until issue 60)
+            "--learning-rate", "5e-4", "--no-teacher-data",
             "--output", str(target), "--quiet")  # fmt: skip
     return target
 

@@ -7,7 +7,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from albert_tf.distill.settings import OPTIMIZERS, DistillSettings
+from albert_tf.distill.settings import (
+    MAX_SEQ_LENGTH,
+    MIN_TRAIN_STEPS,
+    OPTIMIZERS,
+    SENTENCE_LEARNING_RATE,
+    DistillSettings,
+)
 from albert_tf.dtypes import DTYPES
 
 HELP = "Distil a teacher (sentence encoder or fine-tuned classifier) into an ALBERT student."
@@ -45,7 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eval",
         help="sentence-encoder teacher: held-out texts (the student's cosine to the teacher is "
-        "reported); fine-tuned teacher: a labeled file (student and teacher are scored)",
+        "reported); fine-tuned teacher: a labeled file (student and teacher are scored; "
+        "default: the teacher's own --eval file, where it still is)",
+    )
+    parser.add_argument(
+        "--no-teacher-data",
+        action="store_true",
+        help="fine-tuned teacher: leave out its own labeled --train file (by default its texts "
+        "join --unlabeled and are learned with their labels, where the file still is)",
     )
     parser.add_argument(
         "--teacher-cache",
@@ -57,16 +70,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_training_arguments(parser: argparse.ArgumentParser, d) -> None:
     """How the student trains: lengths, steps, optimizer, losses, checkpoints."""
     parser.add_argument(
-        "--max-seq-length", type=int, default=d.max_seq_length, help="student tokens per text"
+        "--max-seq-length",
+        type=int,
+        help="student tokens per text (default: a fine-tuned teacher's own, else "
+        f"{MAX_SEQ_LENGTH}; at most the student's positions)",
     )
     parser.add_argument("--batch-size", type=int, default=d.batch_size, help="texts per step")
     parser.add_argument(
-        "--epochs", type=int, default=d.epochs, help="passes over --unlabeled (see --train-steps)"
+        "--epochs",
+        type=int,
+        help="passes over the texts (default: one pass and at least "
+        f"{MIN_TRAIN_STEPS} steps; see --train-steps)",
     )
+    parser.add_argument("--train-steps", type=int, help="steps to train (default: see --epochs)")
     parser.add_argument(
-        "--train-steps", type=int, help="steps to train (default: --epochs over --unlabeled)"
+        "--learning-rate",
+        type=float,
+        help=f"peak rate (default: {SENTENCE_LEARNING_RATE:g} for a sentence-encoder teacher; "
+        "for a fine-tuned one, finetune's default by the student's size, see "
+        "`albert-tf finetune --help`)",
     )
-    parser.add_argument("--learning-rate", type=float, default=d.learning_rate, help="peak rate")
     parser.add_argument(
         "--warmup-steps", type=int, help="steps of linear warmup (default: 6%% of the steps)"
     )

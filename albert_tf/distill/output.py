@@ -16,6 +16,7 @@ teacher.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,9 @@ from albert_tf.distill.teachers import SENTENCE
 from albert_tf.finetune.directory import FinetuneRecord, write_finetuned
 from albert_tf.finetune.predict import load_finetuned, predict_file
 from albert_tf.finetune.serving import export_serving_model
+
+# A student this far below its teacher's score on --eval (2 points of accuracy) gets a warning.
+TRAILS = 0.02
 
 
 def _common_files(output: Path, student: Student) -> None:
@@ -105,17 +109,42 @@ def _serving_of_written(path: Path) -> None:
 
 
 def _task_eval(settings, output: Path, teacher, log) -> dict:
-    """The student's and the teacher's scores on the labeled --eval file."""
+    """The student's and the teacher's scores on the labeled --eval file (the teacher's own
+    --eval file by default), logged side by side (`beside_teacher`)."""
     if settings.eval_path is None:
         return {}
     finetuned = load_finetuned(output)
     scores = {}
     for name, model in (("student", finetuned), ("teacher", teacher.finetuned)):
-        _, scores[name], _ = predict_file(model, settings.eval_path, settings.eval_batch_size)
-    for name in ("student", "teacher"):
-        shown = ", ".join(f"{k} {v:.4f}" for k, v in (scores[name] or {}).items())
-        log(f"{name} on {settings.eval_path}: {shown}")
+        _, scores[name], data = predict_file(model, settings.eval_path, settings.eval_batch_size)
+    if scores["student"] is None:  # a file without labels: nothing to set side by side
+        return scores
+    metric = finetuned.task.best_metric
+    lines = beside_teacher(
+        metric, scores["student"][metric], scores["teacher"][metric], len(data.examples),
+        settings,
+    )  # fmt: skip
+    for line in lines:
+        log(line)
     return scores
+
+
+def beside_teacher(metric: str, student: float, teacher: float, count: int, settings) -> list[str]:
+    """The student's `metric` beside its teacher's on `count` --eval examples, with the teacher's
+    standard error, and a one-line warning when the student trails by more than TRAILS."""
+    spread = math.sqrt(max(teacher * (1 - teacher), 0.0) / max(count, 1))
+    lines = [
+        f"student {metric} {student:.4f}, teacher {teacher:.4f} (± {spread:.4f}), on "
+        f"{settings.eval_path}"
+    ]
+    if student < teacher - TRAILS:
+        lines.append(
+            f"warning: the student trails its teacher by {100 * (teacher - student):.1f} points "
+            f"of {metric}: try more --train-steps (now {settings.train_steps}), more in-domain "
+            "--unlabeled text, or the labeled data the teacher learned from (see "
+            "--no-teacher-data)"
+        )
+    return lines
 
 
 def write_result(

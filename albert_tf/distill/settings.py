@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from dataclasses import dataclass, field
+
+from albert_tf.finetune.defaults import size_defaults
 
 OPTIMIZERS = ("adamw", "lamb")
 # The run directory's parts (albert_tf.distill.trainer writes them, .output reads them).
@@ -24,6 +27,17 @@ RESUME_KEYS = (
     "temperature",
     "learning_rate",
 )
+# The steps a run takes when neither --train-steps nor --epochs is given: one pass over the texts,
+# and at least this many. One pass over 1,500 texts at batch 64 is 24 steps: a student of
+# albert_en_mini taught a tweet classifier in them scored 0.717 on test against its teacher's
+# 0.790 (-7.4 +- 1.4 points, 2 seeds). In 300 steps (about 11 passes over those texts and the
+# teacher's 300 labels, at finetune's learning rate) it scored 0.799 (+0.8 +- 0.9 points;
+# experiments/task_distillation_defaults.py). Chosen before that run, not tuned on it.
+MIN_TRAIN_STEPS = 300
+# A sentence-encoder teacher's peak learning rate (a fine-tuned teacher's student takes
+# finetune's by its size: albert_tf.finetune.defaults).
+SENTENCE_LEARNING_RATE = 5e-4
+MAX_SEQ_LENGTH = 128  # a sentence-encoder teacher's student's tokens per text
 
 
 @dataclass(frozen=True)
@@ -37,13 +51,20 @@ class DistillSettings:
     config: str | None = None  # preset, shipped name or albert_config.json, for --init random
     sp_model: str | None = None  # the student's SentencePiece model (default: the one with init)
     text_column: str | None = None
-    eval_path: str | None = None  # sentence kind: held-out texts; fine-tuned kind: labeled file
+    # sentence kind: held-out texts; fine-tuned kind: a labeled file (default: the teacher's own
+    # --eval file when its finetune.json names one that exists)
+    eval_path: str | None = None
+    # fine-tuned kind: the teacher's labeled --train file joins the texts, with its labels, when
+    # its finetune.json names one that exists (--no-teacher-data: it does not)
+    teacher_data: bool = True
     teacher_cache: str | None = None  # default: OUTPUT/teacher_cache
-    max_seq_length: int = 128
+    # None: a fine-tuned teacher's own, else MAX_SEQ_LENGTH; at most the student's positions
+    max_seq_length: int | None = None
     batch_size: int = 64
-    epochs: int = 1
-    train_steps: int | None = None  # default: --epochs over the texts
-    learning_rate: float = 5e-4
+    epochs: int | None = None  # passes over the texts; None: see MIN_TRAIN_STEPS
+    train_steps: int | None = None  # default: --epochs over the texts (`total_steps`)
+    # None: SENTENCE_LEARNING_RATE, or finetune's by the student's size (`resolved`)
+    learning_rate: float | None = None
     warmup_steps: int | None = None  # default: 6% of the training steps
     optimizer: str = "adamw"
     weight_decay: float = 0.01
@@ -63,6 +84,38 @@ class DistillSettings:
     def replace(self, **changes) -> DistillSettings:
         return dataclasses.replace(self, **changes)
 
+    def resolved(
+        self, kind: str, texts: int, config, teacher_length: int | None
+    ) -> DistillSettings:
+        """These settings with `train_steps`, `learning_rate` and `max_seq_length` filled in for
+        `texts` texts, a teacher of `kind` (a fine-tuned one read `teacher_length` tokens) and a
+        student of AlbertConfig `config` (a flag always wins)."""
+        from albert_tf.distill.teachers import SENTENCE
+
+        rate, length = self.learning_rate, self.max_seq_length
+        if rate is None:
+            sentence = kind == SENTENCE
+            rate = (
+                SENTENCE_LEARNING_RATE
+                if sentence
+                else size_defaults(config.hidden_size).learning_rate
+            )
+        if length is None:
+            length = min(teacher_length or MAX_SEQ_LENGTH, config.max_position_embeddings)
+        return self.replace(
+            train_steps=self.total_steps(texts), learning_rate=rate, max_seq_length=length
+        )
+
+    def total_steps(self, texts: int) -> int:
+        """The steps of a run over `texts` texts: --train-steps; else --epochs passes; else one
+        pass and at least MIN_TRAIN_STEPS."""
+        if self.train_steps is not None:
+            return self.train_steps
+        per_epoch = math.ceil(texts / self.batch_size)
+        if self.epochs is not None:
+            return per_epoch * self.epochs
+        return max(per_epoch, MIN_TRAIN_STEPS)
+
     def record(self) -> dict:
         """The settings as JSON values (what `distill_run.json` and `distill.json` keep)."""
         values = dataclasses.asdict(self)
@@ -72,9 +125,11 @@ class DistillSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> DistillSettings:
-        names = {f.name for f in dataclasses.fields(cls)} - {"extra", "output_dir", "eval_path"}
+        names = {f.name for f in dataclasses.fields(cls)}
+        names -= {"extra", "output_dir", "eval_path", "teacher_data"}
         values = {
             name: getattr(args, name) for name in names if getattr(args, name, None) is not None
         }
         values["unlabeled"] = tuple(args.unlabeled)
+        values["teacher_data"] = not getattr(args, "no_teacher_data", False)
         return cls(output_dir=args.output, eval_path=args.eval, **values)

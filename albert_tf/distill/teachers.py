@@ -156,6 +156,34 @@ class TaskTeacher:
             "max_seq_length": self.finetuned.record.settings.max_seq_length,
         }
 
+    def _named_file(self, name: str) -> Path | None:
+        """The file the teacher's finetune.json names as `name` ("train", "eval"), if it is
+        still there (relative paths from the current directory, as finetune read them)."""
+        named = getattr(self.finetuned.record.settings, name)
+        return Path(named) if named and Path(named).is_file() else None
+
+    @property
+    def eval_file(self) -> Path | None:
+        """The teacher's own --eval file, where it still is."""
+        return self._named_file("eval")
+
+    def labeled_texts(self) -> tuple[Path | None, list[str], list[int]]:
+        """The teacher's own --train file, its texts and their label indices (into `labels`), read
+        as finetune read it; (None, [], []) when it is not there anymore."""
+        from albert_tf.finetune.data import read_text_file
+
+        path = self._named_file("train")
+        if path is None:
+            return None, [], []
+        taught = self.finetuned.record.settings
+        examples = read_text_file(
+            path, "classify", taught.text_column, None, taught.label_column,
+            taught.has_header, quoting=taught.quoting,
+        )  # fmt: skip
+        index = {label: i for i, label in enumerate(self.labels)}
+        kept = [e for e in examples if e.text_a.strip() and str(e.label) in index]
+        return path, [e.text_a for e in kept], [index[str(e.label)] for e in kept]
+
     def logits(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """float32 [N, L]: the teacher's logits of each text (one window per text)."""
         length = self.finetuned.record.settings.max_seq_length

@@ -44,7 +44,7 @@ from albert_tf.distill.settings import (
     DistillSettings,
 )
 from albert_tf.distill.student import Student, build_student
-from albert_tf.distill.teachers import SENTENCE, load_teacher, teacher_kind
+from albert_tf.distill.teachers import SENTENCE, TASK, load_teacher, teacher_kind
 from albert_tf.dtypes import keras_policy, resolve_dtype
 from albert_tf.errors import ConfigError, DataError, OutputError
 from albert_tf.optimizer import build_optimizer
@@ -129,10 +129,11 @@ class _Loop:
         self.checkpoint = tf.train.Checkpoint(optimizer=self.optimizer, **objects)
         ids = tf.TensorSpec([None, None], tf.int32)
         spec = [ids, ids, ids, ids, tf.TensorSpec([None, None], tf.float32)]
-        spec.append(tf.TensorSpec([None, None], tf.float32))
+        spec += [tf.TensorSpec([None, None], tf.float32), tf.TensorSpec([None], tf.int32)]
         self.train_step = tf.function(self._step, input_signature=spec)
 
-    def _losses(self, ids, mask, positions, labels, weights, targets) -> dict[str, tf.Tensor]:
+    def _losses(self, ids, mask, positions, labels, weights, targets, gold) -> dict[str, tf.Tensor]:
+        """The step's losses; `gold` int32 [B]: each text's label index, -1 where it has none."""
         student, settings = self.student, self.settings
         inputs = dict(input_word_ids=ids, input_mask=mask, input_type_ids=tf.zeros_like(ids))
         outputs = student.encoder(inputs, training=True)
@@ -143,6 +144,7 @@ class _Loop:
         else:
             logits = student.head(outputs, training=True)
             main = losses.soft_target_loss(logits, targets, settings.temperature)
+            main += losses.label_loss(logits, gold)
             agree = tf.equal(tf.argmax(logits, -1), tf.argmax(targets, -1))
             out = {"distill_loss": main, "agreement": tf.reduce_mean(tf.cast(agree, tf.float32))}
         out["loss"] = main
@@ -153,17 +155,18 @@ class _Loop:
             out["loss"] = main + settings.mlm_weight * mlm
         return out
 
-    def _step(self, ids, mask, positions, labels, weights, targets):
+    def _step(self, ids, mask, positions, labels, weights, targets, gold):
         with tf.GradientTape() as tape:
-            out = self._losses(ids, mask, positions, labels, weights, targets)
+            out = self._losses(ids, mask, positions, labels, weights, targets, gold)
         gradients = tape.gradient(out["loss"], self.variables)
         self.optimizer.apply_gradients(zip(gradients, self.variables, strict=True))
         self.step.assign_add(1)
         return out
 
 
-def _batch(step, rows, targets, settings, tokenizer, steps_per_epoch):
-    """The inputs of training step `step`: ids, mask, MLM positions/labels/weights, targets."""
+def _batch(step, rows, targets, gold, settings, tokenizer, steps_per_epoch):
+    """The inputs of training step `step`: ids, mask, MLM positions/labels/weights, targets,
+    label indices (`gold`: -1 for a text without a label)."""
     epoch, index = divmod(step, steps_per_epoch)
     order = np.random.default_rng([settings.seed, epoch]).permutation(len(rows))
     chosen = order[index * settings.batch_size : (index + 1) * settings.batch_size]
@@ -178,7 +181,7 @@ def _batch(step, rows, targets, settings, tokenizer, steps_per_epoch):
     else:
         positions = labels = np.zeros([len(ids), 1], np.int32)
         weights = np.zeros([len(ids), 1], np.float32)
-    return ids, mask, positions, labels, weights, targets[chosen]
+    return ids, mask, positions, labels, weights, targets[chosen], gold[chosen]
 
 
 def _teacher_outputs(settings: DistillSettings, output: Path, teacher, texts, log, progress):
@@ -192,6 +195,23 @@ def _teacher_outputs(settings: DistillSettings, output: Path, teacher, texts, lo
     return targets
 
 
+def _teacher_files(settings: DistillSettings, teacher, texts: list[str], gold):
+    """A fine-tuned teacher's own files: its labeled --train texts join `texts` with their label
+    indices in `gold` (unless --no-teacher-data), and its --eval file is the run's when --eval is
+    not given. Returns the texts, the label indices, the settings and what the run's first line
+    says of the labeled texts ("" for none)."""
+    said = ""
+    if settings.teacher_data:
+        path, labeled, labels = teacher.labeled_texts()
+        if labeled:
+            said = f" ({len(labeled)} labeled, the teacher's {path})"
+            texts = texts + labeled
+            gold = np.concatenate([gold, np.array(labels, np.int32)])
+    if settings.eval_path is None and teacher.eval_file is not None:
+        settings = settings.replace(eval_path=str(teacher.eval_file))
+    return texts, gold, settings, said
+
+
 def distill(
     settings: DistillSettings, log: Callable[[str], None] = print, progress: bool = True
 ) -> DistillResult:
@@ -203,19 +223,22 @@ def distill(
     directory that holds another run, before any training.
     """
     output = _check_inputs(settings)
-    _check_resume(output / RUN_DIR, settings, write=False)  # before the teacher's long pass
     texts = read_unlabeled(list(settings.unlabeled), settings.text_column)
     teacher = load_teacher(settings.teacher)
+    gold, labeled = np.full([len(texts)], -1, np.int32), ""
+    if teacher.kind == TASK:
+        texts, gold, settings, labeled = _teacher_files(settings, teacher, texts, gold)
     dtype = resolve_dtype(settings.dtype)
     keras.utils.set_random_seed(settings.seed)  # a random student, its head: the same each run
     with keras_policy(dtype):
         student = build_student(settings, teacher)
+    length = teacher.finetuned.record.settings.max_seq_length if teacher.kind == TASK else None
+    settings = settings.resolved(teacher.kind, len(texts), student.config, length)
+    _check_resume(output / RUN_DIR, settings)  # before the teacher's long pass
     targets = _teacher_outputs(settings, output, teacher, texts, log, progress)
     rows = token_ids(student.tokenizer, texts, settings.max_seq_length)
     steps_per_epoch = math.ceil(len(rows) / settings.batch_size)
     total = settings.train_steps
-    total = steps_per_epoch * settings.epochs if total is None else total
-    _check_resume(output / RUN_DIR, settings)
     with keras_policy(dtype):
         loop = _Loop(student, settings, teacher.kind, total)
     manager = tf.train.CheckpointManager(loop.checkpoint, str(output / RUN_DIR), max_to_keep=2)
@@ -226,11 +249,11 @@ def distill(
     step = int(loop.step.numpy())
     for change in run_log.begin(step, settings.record(), dtype):
         log(f"{change['key']} changed at step {step}: {change['old']!r} -> {change['new']!r}")
-    log(f"distill: {len(texts)} texts, {total} steps of {settings.batch_size}, student "
-        f"{student.init_kind}, teacher {teacher.kind}, {dtype}")  # fmt: skip
-    preempted = _train(
-        loop, manager, (rows, targets), total, steps_per_epoch, output, run_log, progress
-    )
+    log(f"distill: {len(texts)} texts{labeled}, {total} steps of {settings.batch_size} at "
+        f"learning rate {settings.learning_rate:g}, student {student.init_kind}, teacher "
+        f"{teacher.kind}, {dtype}")  # fmt: skip
+    data = (rows, targets, gold)
+    preempted = _train(loop, manager, data, total, steps_per_epoch, output, run_log, progress)
     step = int(loop.step.numpy())
     if preempted:
         return DistillResult(output, step, preempted)
@@ -239,11 +262,11 @@ def distill(
 
 
 def _train(loop: _Loop, manager, data, total, steps_per_epoch, output, run_log: RunLog, progress):
-    """Runs the steps left on `data` (token rows, teacher targets), appending the logged means
-    to `run/history.jsonl` and the steps reached at each checkpoint to `run_log`; returns the
-    stop signal's name, None when the run reached `total`."""
+    """Runs the steps left over `data` (token ids, teacher outputs, label indices), appending the
+    logged means to `run/history.jsonl` and the steps reached at each checkpoint to `run_log`;
+    returns the stop signal's name, None when the run reached `total`."""
+    rows, targets, gold = data
     settings, tokenizer = loop.settings, loop.student.tokenizer
-    rows, targets = data
     writer = tf.summary.create_file_writer(str(output / LOGS_DIR))
     step = first = int(loop.step.numpy())
     bar = progress_bar(total=total, initial=step, unit="step", desc="distill", enabled=progress)
@@ -252,7 +275,7 @@ def _train(loop: _Loop, manager, data, total, steps_per_epoch, output, run_log: 
     started = time.monotonic()
     with StopSignals() as signals:
         while step < total and signals.requested is None:
-            batch = _batch(step, rows, targets, settings, tokenizer, steps_per_epoch)
+            batch = _batch(step, rows, targets, gold, settings, tokenizer, steps_per_epoch)
             out = loop.train_step(*[tf.constant(x) for x in batch])
             step += 1
             for key, value in out.items():

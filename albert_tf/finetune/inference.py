@@ -11,8 +11,8 @@ from albert_tf.finetune.features import INPUT_NAMES
 from albert_tf.finetune.models import TaskModel
 from albert_tf.layers.fused import fused_cpu_inference
 
-# Batches are cut after their longest row rounded up to a multiple of this, so that a traced
-# function meets at most max_seq_length / BUCKET shapes.
+# Batches are cut after their longest row rounded up to a multiple of this (the padding costs
+# time, not accuracy).
 BUCKET = 16
 
 
@@ -34,7 +34,8 @@ def batched_outputs(
     Each batch is cut after its longest text (`trimmed`, in length buckets) where the task
     reads the pooled output (every runtime's encoder takes any length); tasks that read every
     position keep `max_seq_length`.
-    The last batch is padded to `batch_size` so one traced function serves every batch. A
+    The last batch is padded to `batch_size`; the function is traced once per model, for any
+    batch shape. A
     float32 model's function is traced with oneDNN's fused CPU kernels where they are available
     (within 1e-7 of the serving SavedModel's logits). A bfloat16 model's is not: the fused
     kernels round float32 otherwise (1e-7), bfloat16 rounding carries that to 3e-4 in
@@ -52,7 +53,16 @@ def batched_outputs(
     else:
         call = getattr(model, "_inference_function", None)
         if call is None:
-            call = model._inference_function = tf.function(lambda x: model(x, training=False))
+            # Traced once, for batches of any size and length: traced per shape, a pass over
+            # texts of every length (a teacher's in `distill`) traced it once per length bucket,
+            # and TensorFlow warned of retracing.
+            spec = {
+                name: tf.TensorSpec([None] * value.ndim, tf.as_dtype(value.dtype))
+                for name, value in inputs.items()
+            }
+            call = model._inference_function = tf.function(
+                lambda x: model(x, training=False), input_signature=[spec]
+            )
     trim = model.task.reads == "pooled_output"
     pieces: dict[str, list[np.ndarray]] = {}
     count = len(next(iter(inputs.values())))

@@ -5,8 +5,10 @@ predicted for every --eval example, scored by the same metric; for `regress` the
 --train labels, whose correlation with anything is 0. A best epoch that does not beat it by
 more than the floor's standard error on --eval has learned nothing the label counts did not
 already say (on 361 examples, one example more than the majority is 0.003 above it, the standard
-error 0.026), and `summary_lines` says so in one line. scikit-learn, which takes seconds to
-import, is imported by `bag_of_words` only (classify with --eval).
+error 0.026), and `summary_lines` says so in one line. The bag-of-words floor, where there is
+one, is read by the same rule: beaten by less than its standard error, the gap is inside the
+noise, and one line says so. scikit-learn, which takes seconds to import, is imported by
+`bag_of_words` only (classify with --eval).
 """
 
 from __future__ import annotations
@@ -180,7 +182,8 @@ def summary_lines(
     bow: Floor | None = None,
 ) -> list[str]:
     """The run's closing lines: best epoch and floor, label counts, time and the dtype the run
-    computed in, where the logs are, and a warning when the best epoch does not beat the floor."""
+    computed in, where the logs are, and a warning when the best epoch does not beat the floor
+    by more than its standard error, or else the bag of words by more than its own."""
     if metric is None or best is None:
         lines = [f"best epoch: {best_epoch} of {epochs} (no --eval: the last epoch is kept)"]
     else:
@@ -207,5 +210,11 @@ def summary_lines(
             f"warning: the best epoch ({metric} {best:.4f}) does not beat {bow.what} "
             f"({bow.value:.4f}), which fits in seconds: use it, or try more data, more --epochs "
             "or a better --init"
+        )
+    elif bow is not None and best is not None and not beats(best, bow):
+        lines.append(
+            f"warning: the best epoch ({metric} {best:.4f}) beats {bow.what} ({bow.value:.4f}) "
+            f"by less than its standard error ({bow.margin:.4f}): the gap is inside the noise, "
+            "and the bag of words fits in seconds"
         )
     return lines

@@ -75,7 +75,7 @@ ARM_NAMES = {
     "tapt": "albert_en_mini + task-adaptive pretraining",
     "bow": "bag of words (TF-IDF + logistic regression; C picked, not a learning rate)",
     "distilled": "albert_en_mini distilled from all-MiniLM-L6-v2",
-    "teacher": "all-MiniLM-L6-v2's frozen embeddings + logistic regression, the ceiling "
+    "teacher": "all-MiniLM-L6-v2's frozen embeddings + logistic regression, the reference "
     "(C picked, not a learning rate)",
 }
 

@@ -317,6 +317,45 @@ def test_distill_a_fine_tuned_classifier(world, classifier):
     assert record["eval"]["student"]["accuracy"] >= 15 / 16
 
 
+def test_defaults_on_a_few_hundred_texts_keep_the_teacher(world, classifier, capsys):
+    """Issue 60: with no flag but the ones it needs, a student of a fine-tuned classifier ends
+    near its teacher. One pass over 300 texts at batch 64 is 5 steps (the old default); the
+    defaults take MIN_TRAIN_STEPS, the teacher's own 48 labeled texts with their labels, and its
+    own dev file to set the student beside it."""
+    from albert_tf.distill.settings import MIN_TRAIN_STEPS
+
+    texts = [line.split("\t")[0] for line in write_labeled(world / "more.tsv", 300, seed=7)
+             .read_text().splitlines()[1:]]  # fmt: skip
+    (world / "few_hundred.txt").write_text("\n".join(texts) + "\n")
+    args = ["distill", "--teacher", str(classifier), "--unlabeled", str(world / "few_hundred.txt"),
+            "--init", "random", "--output", str(world / "defaults_student"), "--quiet",
+            "--config", str(world / "task" / "albert_config.json"),
+            "--sp-model", str(FIXTURES / "tokenizer" / "spm.model")]  # fmt: skip
+    capsys.readouterr()
+    assert cli.main(args) == 0
+    err = capsys.readouterr().err
+    record = json.loads((world / "defaults_student" / "distill.json").read_text())
+    assert record["texts"] == 300 + 48 and record["settings"]["train_steps"] == MIN_TRAIN_STEPS
+    scores = record["eval"]  # on the teacher's dev.tsv, which its finetune.json names
+    assert scores["teacher"]["accuracy"] == 1.0
+    assert scores["student"]["accuracy"] >= 15 / 16, (scores, record["history"][-1])
+    student = scores["student"]["accuracy"]
+    assert f"student accuracy {student:.4f}, teacher 1.0000 (± 0.0000), on {world}/dev.tsv" in err
+    assert "warning" not in err
+
+
+def test_a_student_that_trails_its_teacher_is_warned_of():
+    from albert_tf.distill.output import beside_teacher
+    from albert_tf.distill.settings import DistillSettings
+
+    settings = DistillSettings("t", ("u",), "o", "i", eval_path="dev.tsv", train_steps=23)
+    lines = beside_teacher("accuracy", 0.714, 0.795, 400, settings)
+    assert lines[0] == "student accuracy 0.7140, teacher 0.7950 (± 0.0202), on dev.tsv"
+    assert lines[1].startswith("warning: the student trails its teacher by 8.1 points")
+    assert "(now 23)" in lines[1] and len(lines) == 2
+    assert len(beside_teacher("accuracy", 0.78, 0.795, 400, settings)) == 1  # within 2 points
+
+
 def test_soft_targets_at_temperature():
     logits = tf.constant([[2.0, 0.0]])
     same = losses.soft_target_loss(logits, logits, 2.0)

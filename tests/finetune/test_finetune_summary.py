@@ -99,7 +99,11 @@ def test_the_bag_of_words_floor_is_tfidf_and_logistic_regression_fit_on_train():
     lines = summary.summary_lines(best=0.7, bow=high, **common)
     assert lines[1] == f"{summary.BAG_OF_WORDS}: accuracy 0.8000 (± 0.0100)"
     assert lines[-1].startswith("warning: the best epoch (accuracy 0.7000) does not beat a bag")
-    assert len(summary.summary_lines(best=0.81, bow=high, **common)) == 3  # beaten: no warning
+    assert len(summary.summary_lines(best=0.82, bow=high, **common)) == 3  # beaten: no warning
+    # Above the bag of words by less than its standard error: the majority check's rule says so.
+    lines = summary.summary_lines(best=0.805, bow=high, **common)
+    assert len(lines) == 4 and "by less than its standard error (0.0100)" in lines[-1]
+    assert lines[-1].startswith("warning: the best epoch (accuracy 0.8050) beats a bag")
 
 
 def _scored(peak: float, calls: list[float]):

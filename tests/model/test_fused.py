@@ -106,3 +106,27 @@ def test_prediction_batches_run_fused():
     assert FUSED_OP in _op_types(model._inference_function.get_concrete_function(first_batch))
     expected = model(inputs, training=False)["logits"]
     np.testing.assert_allclose(outputs["logits"], expected, atol=1e-5)
+
+
+def test_batches_of_every_length_trace_the_function_once():
+    """Batches cut at 16, 48, 80, 112 and 128 tokens: a function traced per length met five
+    shapes in five calls, and TensorFlow warned of retracing (a `distill` teacher's pass over
+    1,500 tweets printed it)."""
+    from albert_tf.finetune.inference import batched_outputs
+    from albert_tf.finetune.models import TaskHead, TaskModel
+    from albert_tf.finetune.settings import FinetuneSettings
+    from albert_tf.finetune.tasks import get_task
+
+    encoder = AlbertEncoder(helpers.tiny_config(max_position_embeddings=128))
+    task = get_task(FinetuneSettings("classify", "train.tsv", "random", "out", labels=("a", "b")))
+    model = TaskModel(encoder, TaskHead(num_outputs=2), task)
+    lengths = np.repeat([10, 40, 70, 100, 128], 2)  # two rows a batch, one longest each
+    ids = np.random.default_rng(0).integers(5, 100, size=(len(lengths), 128)).astype(np.int32)
+    mask = (np.arange(128)[None, :] < lengths[:, None]).astype(np.int32)
+    inputs = {"input_word_ids": ids * mask, "input_mask": mask, "input_type_ids": 0 * mask}
+    # Built first, as every model that predicts is (a function that creates the weights is
+    # traced twice).
+    expected = model({k: tf.constant(v) for k, v in inputs.items()}, training=False)["logits"]
+    outputs = batched_outputs(model, inputs, batch_size=2)
+    assert model._inference_function.experimental_get_tracing_count() == 1  # 5 by shape
+    np.testing.assert_allclose(outputs["logits"], expected, atol=1e-5)
