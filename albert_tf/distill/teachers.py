@@ -23,6 +23,7 @@ from albert_tf.distill.cache import teacher_digest
 from albert_tf.distill.data import encode_texts
 from albert_tf.encoder import AlbertEncoder
 from albert_tf.errors import ConfigError, DataError
+from albert_tf.finetune.data import read_text_file
 from albert_tf.finetune.directory import METADATA_FILE, read_record
 from albert_tf.finetune.inference import batched_outputs
 from albert_tf.finetune.predict import load_finetuned
@@ -170,8 +171,6 @@ class TaskTeacher:
     def labeled_texts(self) -> tuple[Path | None, list[str], list[int]]:
         """The teacher's own --train file, its texts and their label indices (into `labels`), read
         as finetune read it; (None, [], []) when it is not there anymore."""
-        from albert_tf.finetune.data import read_text_file
-
         path = self._named_file("train")
         if path is None:
             return None, [], []
