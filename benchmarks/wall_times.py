@@ -59,7 +59,8 @@ def run_job(name: str) -> dict:
         done = subprocess.run(argv, cwd=ROOT, env={**os.environ, **env}, capture_output=True,
                               text=True, check=False)  # fmt: skip
         seconds = time.perf_counter() - start
-    tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
+    # pytest's summary and the quickstart's last line are on stdout; stderr holds warnings.
+    tail = (done.stdout.strip() or done.stderr.strip()).splitlines()[-1:] or [""]
     return {
         "command": " ".join(argv[1:]) if argv[0] == sys.executable else " ".join(argv),
         "env": env,
