@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # docs/scripts/regions.py
-from regions import fill_region, generator_main  # noqa: E402
+from regions import fill_regions, generator_main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent.parent  # docs/scripts/ -> the repository
 TARGET = REPO / "docs" / "guides" / "fine-tuning.md"
@@ -62,10 +62,7 @@ TABLES = {"defaults": defaults_table, "columns": columns_table}
 
 def render(page: str) -> str:
     """`page` with every generated table rewritten."""
-    for name, table in TABLES.items():
-        text = table()
-        page = fill_region(page, name, text, TARGET, NOTE)
-    return page
+    return fill_regions(page, TABLES, TARGET, NOTE)
 
 
 def main(argv: list[str] | None = None) -> int:

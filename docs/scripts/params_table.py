@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # docs/scripts/regions.py
-from regions import fill_region, generator_main  # noqa: E402
+from regions import fill_regions, generator_main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent.parent  # docs/scripts/ -> the repository
 TARGET = REPO / "docs" / "guides" / "albert.md"
@@ -70,10 +70,7 @@ TABLES = {"params": params_table, "presets": presets_line}
 
 def render(page: str) -> str:
     """`page` with every generated part rewritten."""
-    for name, part in TABLES.items():
-        text = part()
-        page = fill_region(page, name, text, TARGET, NOTE)
-    return page
+    return fill_regions(page, TABLES, TARGET, NOTE)
 
 
 def main(argv: list[str] | None = None) -> int:

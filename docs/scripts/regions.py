@@ -19,6 +19,13 @@ def fill_region(page: str, name: str, text: str, target: Path, note: str) -> str
     return pattern.sub(lambda m: f"{m[1]}{note}\n\n{text}\n\n{m[2]}", page)
 
 
+def fill_regions(page: str, parts: dict[str, Callable[[], str]], target: Path, note: str) -> str:
+    """`page` with each region named in `parts` replaced by what its function returns."""
+    for name, part in parts.items():
+        page = fill_region(page, name, part(), target, note)
+    return page
+
+
 def generator_main(doc: str, target: Path, render: Callable[[str], str], argv=None) -> int:
     """Writes `render(target's text)` to `target`; with --check, exit 1 if the page differs."""
     options = argparse.ArgumentParser(description=doc.splitlines()[0])
